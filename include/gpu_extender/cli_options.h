@@ -1,0 +1,31 @@
+#pragma once
+// Command-line flags of the gpu-extender binary.
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpu_extender {
+
+struct CliOptions {
+  std::string address = "127.0.0.1";
+  int port = 8888;
+  std::string policy_file;         // empty: embedded default
+  std::string pods_snapshot_file;  // empty: usage unknown
+  std::string log_level = "info";
+  size_t max_body_bytes = 256UL * 1024 * 1024;
+  int threads = 0;                 // 0: two per core, at least 4
+  bool check_config = false;       // load everything, print a summary, exit
+  bool help = false;
+  bool version = false;
+};
+
+struct CliParse {
+  std::optional<CliOptions> options;
+  std::string error;  // names the flag
+};
+
+CliParse parse_cli(const std::vector<std::string>& args);
+std::string cli_usage();
+
+}  // namespace gpu_extender

@@ -1,0 +1,41 @@
+#pragma once
+// The HTTP server: routes, body limits, health endpoints, request logging. Owns a cpp-httplib server.
+//
+// Thread-safe: start() blocks serving; stop() may be called from any thread (e.g. a signal handler
+// thread) to make start() return.
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "gpu_extender/cli_options.h"
+#include "gpu_extender/extender_service.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace gpu_extender {
+
+class HttpService {
+ public:
+  HttpService(std::shared_ptr<const ExtenderService> service, const CliOptions& options);
+  ~HttpService();
+
+  // Binds the listening socket; false (with `error`) when it cannot. port() is the bound port after.
+  bool bind(std::string& error);
+  // Serves until stop(). Returns false when serving failed.
+  bool serve();
+  void stop();
+  int port() const { return port_; }
+
+ private:
+  void install_routes();
+
+  std::shared_ptr<const ExtenderService> service_;
+  CliOptions options_;
+  std::unique_ptr<httplib::Server> server_;
+  int port_ = 0;
+  std::atomic<uint64_t> next_request_id_{1};
+};
+
+}  // namespace gpu_extender

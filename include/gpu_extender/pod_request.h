@@ -1,0 +1,35 @@
+#pragma once
+// The parts of a Kubernetes Pod that the policy reads: identity, GPU annotations, and the effective
+// requests of the tracked resources (computed as Kubernetes computes them, see pod_requests.h).
+//
+// Strings are views into the decoder's storage (valid while the decoder's current document is).
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "gpu_extender/resources.h"
+#include "gpu_extender/view_schema.h"
+
+namespace gpu_extender {
+
+struct PodRequest {
+  std::string_view name;
+  std::string_view ns;
+  std::string_view uid;
+  std::string_view node_name;  // spec.nodeName: set for bound pods (usage snapshots, watches)
+  std::string_view phase;      // status.phase
+
+  std::optional<std::string_view> gpu_model;  // annotation: one model or a comma-separated list
+  std::optional<int64_t> gpu_memory_mib;      // annotation: MiB per GPU
+
+  ResourceAmounts requests;  // effective pod requests, milli-units
+
+  int64_t requested(size_t resource) const { return requests.has(resource) ? requests.get(resource) : 0; }
+  int64_t gpus_milli() const { return requested(ViewSchema::kGpuResource); }
+  bool wants_gpus() const { return gpus_milli() > 0; }
+  bool wants_packed_resource() const { return requested(ViewSchema::kPackedResource) > 0; }
+  // A pod that finished no longer holds its resources (Kubernetes' scheduler cache drops it too).
+  bool terminated() const { return phase == "Succeeded" || phase == "Failed"; }
+};
+
+}  // namespace gpu_extender

@@ -1,0 +1,86 @@
+#pragma once
+// The scheduling policy: predicates (filters) and scorers composed from a PolicyConfig.
+//
+// Shaped like kube-scheduler's noderesources plugins: each predicate and scorer is one small class in
+// its own file, a pure function of the pod request and a node view (and the node's usage when known);
+// the registry (registry.cpp) maps configuration names to them; the HTTP layer never sees them.
+//
+// Thread-safe: a Policy is immutable once built and is shared by all request threads.
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpu_extender/node_view.h"
+#include "gpu_extender/pod_request.h"
+#include "gpu_extender/policy_config.h"
+#include "gpu_extender/verdict.h"
+
+namespace gpu_extender {
+
+// A node as the policy sees it: its view, and what is in use on it when that is known.
+struct NodeInput {
+  const NodeView* node = nullptr;
+  std::optional<ResourceAmounts> used;  // nullopt: usage unknown (no cluster view)
+};
+
+struct PredicateResult {
+  Fit fit = Fit::kPass;
+  std::string reason;
+  static PredicateResult pass() { return {}; }
+};
+
+class Predicate {
+ public:
+  virtual ~Predicate() = default;
+  virtual std::string_view name() const = 0;
+  virtual PredicateResult check(const PodRequest& pod, const NodeInput& node) const = 0;
+};
+
+class Scorer {
+ public:
+  virtual ~Scorer() = default;
+  virtual std::string_view name() const = 0;
+  // Whether this scorer has an opinion on the pod (a GPU scorer has none on a pod without GPUs).
+  virtual bool applies(const PodRequest& pod) const = 0;
+  // Raw scores 0..100 for every node, written to out[i]. Sees all nodes at once, so it can normalise
+  // across them (as kube-scheduler's NormalizeScore does).
+  virtual void score(const PodRequest& pod, std::span<const NodeInput> nodes, std::span<double> out) const = 0;
+};
+
+// Every number behind a prioritize answer, for /prioritize and for explanations.
+struct ScoreSheet {
+  struct Column {
+    std::string_view scorer;
+    int weight = 0;
+    bool applied = false;
+    std::vector<double> raw;  // 0..100 per node
+  };
+  std::vector<Column> columns;
+  std::vector<double> combined;  // weighted mean of the applied columns, 0..100
+  std::vector<int64_t> final;    // 0..10, what the scheduler receives
+};
+
+class Policy {
+ public:
+  // Builds the predicates and scorers the configuration names. Throws PolicyError.
+  static std::shared_ptr<const Policy> build(PolicyConfig config);
+
+  const PolicyConfig& config() const { return config_; }
+  const ViewSchema& schema() const { return config_.schema; }
+
+  // One verdict per node, in order. A node failing any unresolvable predicate is unresolvable (no
+  // preemption can help it); otherwise the first failing predicate's reason is given.
+  void filter(const PodRequest& pod, std::span<const NodeInput> nodes, std::vector<NodeVerdict>& out) const;
+  // Scores for every node, in order.
+  void score(const PodRequest& pod, std::span<const NodeInput> nodes, ScoreSheet& sheet) const;
+
+ private:
+  PolicyConfig config_;
+  std::vector<std::unique_ptr<Predicate>> predicates_;
+  std::vector<std::pair<std::unique_ptr<Scorer>, int>> scorers_;
+};
+
+}  // namespace gpu_extender

@@ -1,0 +1,40 @@
+#pragma once
+// The policy file: which labels, annotations and resources to read, which filters to run and how to
+// weigh the scorers. YAML or JSON (JSON is YAML). Every key is optional and defaults to the embedded
+// default (extender-config/policy.yaml); unknown keys are errors, so a typo never passes silently.
+// Thread-safe: parsing is a pure function; a PolicyConfig is a value.
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpu_extender/view_schema.h"
+
+namespace gpu_extender {
+
+// A policy that cannot be loaded; what() names the file and the key.
+class PolicyError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ScorerSpec {
+  std::string name;
+  int weight = 1;
+};
+
+struct PolicyConfig {
+  ViewSchema schema;
+  std::vector<std::string> filters;
+  std::vector<ScorerSpec> scorers;
+  std::string source;  // where it came from: a path, or "embedded default"
+};
+
+// Parses policy text; `source` names it in errors. Throws PolicyError.
+PolicyConfig parse_policy(std::string_view text, std::string_view source);
+// Reads and parses a policy file. Throws PolicyError.
+PolicyConfig load_policy_file(const std::string& path);
+// The embedded default policy.
+PolicyConfig default_policy_config();
+
+}  // namespace gpu_extender

@@ -1,0 +1,65 @@
+#pragma once
+// Resource amounts keyed by a small, fixed table of resource names.
+//
+// The policy reads only a handful of resources (the GPU resource, the packed resource, the excluded
+// ones), so amounts are a fixed array indexed by position in the table instead of a map: no heap
+// allocation per node or per pod on the request path. Thread-safe: value types.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpu_extender {
+
+inline constexpr size_t kMaxTrackedResources = 8;
+
+// Names of the resources a policy tracks. Position 0 is the GPU resource, 1 the packed resource,
+// 2.. the excluded resources (see ViewSchema).
+class ResourceTable {
+ public:
+  ResourceTable() = default;
+  explicit ResourceTable(std::vector<std::string> names) : names_(std::move(names)) {}
+
+  size_t size() const { return names_.size(); }
+  const std::string& name(size_t index) const { return names_[index]; }
+  // Index of `name`, or -1 when it is not tracked. Resource names are case-sensitive in Kubernetes.
+  int index_of(std::string_view name) const {
+    for (size_t i = 0; i < names_.size(); ++i)
+      if (names_[i] == name) return static_cast<int>(i);
+    return -1;
+  }
+
+ private:
+  std::vector<std::string> names_;
+};
+
+// Amounts in milli-units (see quantity.h) per tracked resource, and which of them were given.
+struct ResourceAmounts {
+  std::array<int64_t, kMaxTrackedResources> milli{};
+  uint32_t present = 0;  // bit i set: resource i was listed
+
+  bool has(size_t i) const { return (present >> i) & 1U; }
+  int64_t get(size_t i) const { return milli[i]; }
+  void set(size_t i, int64_t value) {
+    milli[i] = value;
+    present |= 1U << i;
+  }
+  void add(size_t i, int64_t value) { set(i, milli[i] + value); }
+  void add(const ResourceAmounts& other) {
+    for (size_t i = 0; i < kMaxTrackedResources; ++i)
+      if (other.has(i)) add(i, other.milli[i]);
+  }
+  void subtract(const ResourceAmounts& other) {
+    for (size_t i = 0; i < kMaxTrackedResources; ++i)
+      if (other.has(i)) set(i, milli[i] - other.milli[i]);
+  }
+  // Per resource, the larger of the two (Kubernetes' max of init-container and app requests).
+  void max_with(const ResourceAmounts& other) {
+    for (size_t i = 0; i < kMaxTrackedResources; ++i)
+      if (other.has(i) && (!has(i) || other.milli[i] > milli[i])) set(i, other.milli[i]);
+  }
+};
+
+}  // namespace gpu_extender

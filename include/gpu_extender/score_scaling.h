@@ -1,0 +1,19 @@
+#pragma once
+// Scaling raw scores (0..100) to the extender protocol's 0..10 (MaxExtenderPriority).
+//
+// Plain rounding of raw/10 would make 95 and 91 both 9: the scheduler could no longer tell a strictly
+// better node from a worse one. The rule: start from round(raw / 10), then walk the distinct raw values
+// from best to worst and keep every one strictly below the one before it; with at most 11 distinct
+// values each keeps a distinct score (lower ones are lifted just enough to leave room), beyond 11 the
+// worst ones share the bottom. Equal raw values always get equal scores. Thread-safe: pure function.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace gpu_extender {
+
+inline constexpr int64_t kMaxExtenderPriority = 10;
+
+void scale_scores(std::span<const double> raw, std::vector<int64_t>& out);
+
+}  // namespace gpu_extender

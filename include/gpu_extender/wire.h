@@ -1,0 +1,77 @@
+#pragma once
+// Decoding the request bodies kube-scheduler sends (k8s.io/kube-scheduler/extender/v1).
+//
+// The decoder never builds a tree of the request: it walks the bytes once (simdjson On Demand), keeps
+// the byte range of every node object so /filter can echo it untouched, and reads only the fields the
+// policy needs (ViewSchema). Keys of the extender types are matched case-insensitively, as Go does.
+//
+// Not thread-safe: use one WireDecoder per worker thread. Results (and every string_view in them) stay
+// valid until the next decode call on the same decoder, and only while the body they came from lives.
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpu_extender/node_view.h"
+#include "gpu_extender/pod_request.h"
+#include "gpu_extender/view_schema.h"
+
+namespace gpu_extender {
+
+// Bytes the JSON parser may read past the end of a body. A body whose capacity leaves this much room
+// is parsed in place; any other is copied once.
+inline constexpr size_t kJsonPadding = 64;
+
+// Malformed input: `field` names where (e.g. "Nodes.items[3].status.allocatable.nvidia.com/gpu").
+class DecodeError : public std::runtime_error {
+ public:
+  DecodeError(std::string field, const std::string& message);
+  const std::string& field() const { return field_; }
+  const std::string& reason() const { return reason_; }
+  // Adds an outer path segment: "items[3]" + "status" -> "items[3].status".
+  DecodeError& within(std::string_view outer);
+
+ private:
+  std::string field_;
+  std::string reason_;
+};
+
+// ExtenderArgs: the body of /filter and /prioritize.
+struct ExtenderArgs {
+  PodRequest pod;
+  bool full_mode = false;                   // Nodes.items given (nodeCacheCapable: false)
+  std::vector<NodeView> nodes;              // full mode
+  std::vector<std::string_view> node_names; // names mode (nodeCacheCapable: true)
+};
+
+// ExtenderBindingArgs: the body of /bind.
+struct BindingArgs {
+  std::string pod_name;
+  std::string pod_namespace;
+  std::string pod_uid;
+  std::string node;
+};
+
+class WireDecoder {
+ public:
+  WireDecoder();
+  ~WireDecoder();
+  WireDecoder(const WireDecoder&) = delete;
+  WireDecoder& operator=(const WireDecoder&) = delete;
+
+  // Throws DecodeError on malformed input.
+  const ExtenderArgs& decode_extender_args(const std::string& body, const ViewSchema& schema);
+  BindingArgs decode_binding_args(const std::string& body);
+  // A Kubernetes PodList (`kubectl get pods -A -o json`): calls `on_pod` for every item.
+  void decode_pod_list(const std::string& body, const ViewSchema& schema,
+                       const std::function<void(const PodRequest&)>& on_pod);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpu_extender

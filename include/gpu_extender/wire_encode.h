@@ -1,0 +1,29 @@
+#pragma once
+// Encoding the extender results (k8s.io/kube-scheduler/extender/v1), keys as Go writes them.
+// Each function appends to `out`, which callers reuse across requests. Thread-safe: pure functions.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "gpu_extender/verdict.h"
+#include "gpu_extender/wire.h"
+
+namespace gpu_extender {
+
+// ExtenderFilterResult. Full mode: "Nodes":{"metadata":{},"items":[...]} with each passing node's bytes
+// exactly as received, plus "NodeNames". Names mode: "Nodes":null and "NodeNames". `verdicts` are in
+// the order of args.node_names.
+void encode_filter_result(const ExtenderArgs& args, std::span<const NodeVerdict> verdicts, std::string& out);
+
+// ExtenderFilterResult that fails the pod's scheduling cycle with `error` (the scheduler logs it).
+void encode_filter_error(std::string_view error, std::string& out);
+
+// HostPriorityList: [{"Host":"node-a","Score":7},...].
+void encode_host_priorities(std::span<const std::string_view> hosts, std::span<const int64_t> scores,
+                            std::string& out);
+
+// {"Error":"..."}: the ExtenderBindingResult ("" on success), and the body of every error response.
+void encode_error_object(std::string_view error, std::string& out);
+
+}  // namespace gpu_extender

@@ -1,0 +1,81 @@
+// Policy: composition of the predicates and scorers a configuration names.
+#include <set>
+
+#include "gpu_extender/policy.h"
+#include "gpu_extender/score_scaling.h"
+#include "registry.h"
+
+namespace gpu_extender {
+
+std::shared_ptr<const Policy> Policy::build(PolicyConfig config) {
+  auto policy = std::shared_ptr<Policy>(new Policy());
+  const auto& predicates = rules::predicate_registry();
+  const auto& scorers = rules::scorer_registry();
+  std::set<std::string> seen;
+  for (const std::string& name : config.filters) {
+    auto it = predicates.find(name);
+    if (it == predicates.end()) {
+      throw PolicyError(config.source + ": filters: unknown filter \"" + name + "\" (known: " +
+                        rules::predicate_names() + ")");
+    }
+    if (!seen.insert("filter/" + name).second)
+      throw PolicyError(config.source + ": filters: \"" + name + "\" listed twice");
+    policy->predicates_.push_back(it->second(config));
+  }
+  for (const ScorerSpec& spec : config.scorers) {
+    auto it = scorers.find(spec.name);
+    if (it == scorers.end()) {
+      throw PolicyError(config.source + ": scorers: unknown scorer \"" + spec.name + "\" (known: " +
+                        rules::scorer_names() + ")");
+    }
+    if (!seen.insert("scorer/" + spec.name).second)
+      throw PolicyError(config.source + ": scorers: \"" + spec.name + "\" listed twice");
+    policy->scorers_.emplace_back(it->second(config), spec.weight);
+  }
+  policy->config_ = std::move(config);
+  return policy;
+}
+
+void Policy::filter(const PodRequest& pod, std::span<const NodeInput> nodes, std::vector<NodeVerdict>& out) const {
+  out.clear();
+  out.resize(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    NodeVerdict& verdict = out[i];
+    for (const auto& predicate : predicates_) {
+      PredicateResult result = predicate->check(pod, nodes[i]);
+      if (result.fit == Fit::kPass) continue;
+      // Keep the first reason, unless a later predicate finds the node unresolvable: that decides
+      // where the node goes (FailedAndUnresolvableNodes), so its reason is the one to give.
+      if (verdict.fit == Fit::kPass || result.fit == Fit::kUnresolvable) {
+        verdict.fit = result.fit;
+        verdict.reason = std::move(result.reason);
+        verdict.rule = predicate->name();
+      }
+      if (verdict.fit == Fit::kUnresolvable) break;
+    }
+  }
+}
+
+void Policy::score(const PodRequest& pod, std::span<const NodeInput> nodes, ScoreSheet& sheet) const {
+  sheet.columns.resize(scorers_.size());
+  sheet.combined.assign(nodes.size(), 0.0);
+  double total_weight = 0;
+  for (size_t s = 0; s < scorers_.size(); ++s) {
+    const auto& [scorer, weight] = scorers_[s];
+    ScoreSheet::Column& column = sheet.columns[s];
+    column.scorer = scorer->name();
+    column.weight = weight;
+    column.applied = weight > 0 && scorer->applies(pod);
+    column.raw.assign(nodes.size(), 0.0);
+    if (!column.applied) continue;
+    scorer->score(pod, nodes, column.raw);
+    total_weight += weight;
+    for (size_t i = 0; i < nodes.size(); ++i) sheet.combined[i] += weight * column.raw[i];
+  }
+  // A pod no scorer has an opinion on gets the same (zero) score everywhere: neutral.
+  if (total_weight > 0)
+    for (double& value : sheet.combined) value /= total_weight;
+  scale_scores(sheet.combined, sheet.final);
+}
+
+}  // namespace gpu_extender

@@ -1,0 +1,32 @@
+// GPU fit, from the GPU design document: score = 100 - |gpus - request| * 10, floored at 0, where
+// gpus is the node's free GPUs when usage is known, else its GPU count. A node whose GPUs the pod
+// uses exactly scores 100; every spare or missing GPU costs 10, so big nodes stay free for big pods.
+#include <cstdlib>
+
+#include "gpu_inventory.h"
+#include "rules.h"
+
+namespace gpu_extender::rules {
+namespace {
+
+class GpuFitScorer final : public Scorer {
+ public:
+  std::string_view name() const override { return "gpuFit"; }
+  bool applies(const PodRequest& pod) const override { return pod.wants_gpus(); }
+
+  void score(const PodRequest& pod, std::span<const NodeInput> nodes, std::span<double> out) const override {
+    const int64_t wanted = milli_to_units_ceil(pod.gpus_milli());
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const GpuInventory inv = gpu_inventory(nodes[i]);
+      const int64_t gpus = inv.free().value_or(inv.total.value_or(0));
+      const int64_t raw = 100 - std::llabs(gpus - wanted) * 10;
+      out[i] = raw > 0 ? static_cast<double>(raw) : 0.0;
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Scorer> make_gpu_fit_scorer(const PolicyConfig&) { return std::make_unique<GpuFitScorer>(); }
+
+}  // namespace gpu_extender::rules

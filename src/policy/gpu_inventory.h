@@ -1,0 +1,35 @@
+#pragma once
+// A node's GPUs as the GPU predicates and scorers count them. One definition, used by all of them.
+#include <optional>
+
+#include "gpu_extender/policy.h"
+#include "gpu_extender/quantity.h"
+
+namespace gpu_extender::rules {
+
+struct GpuInventory {
+  std::optional<int64_t> total;  // GPUs the node offers
+  std::optional<int64_t> used;   // GPUs in use, when usage is known
+  std::optional<int64_t> free() const {
+    if (!total || !used) return std::nullopt;
+    return *total > *used ? *total - *used : 0;
+  }
+};
+
+// Total: the node's allocatable (else capacity) of the GPU resource, as the kubelet's device plugin
+// reports it; without one, the gpu count label. Used: from the usage source, when known.
+inline GpuInventory gpu_inventory(const NodeInput& input) {
+  GpuInventory inv;
+  if (auto offered = input.node->offered(ViewSchema::kGpuResource)) {
+    inv.total = *offered / 1000;  // whole devices
+  } else if (input.node->gpu_count) {
+    QuantityParse q = parse_quantity(*input.node->gpu_count);
+    if (q.milli && *q.milli >= 0) inv.total = *q.milli / 1000;
+  }
+  if (input.used) inv.used = milli_to_units_ceil(input.used->has(ViewSchema::kGpuResource)
+                                                      ? input.used->get(ViewSchema::kGpuResource)
+                                                      : 0);
+  return inv;
+}
+
+}  // namespace gpu_extender::rules

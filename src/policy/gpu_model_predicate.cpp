@@ -1,0 +1,52 @@
+// Filter 1: the node's GPU model must be one the pod asks for (annotation, a model or a comma-separated
+// list, compared without regard to case). Unresolvable: evicting pods never changes a node's GPUs.
+#include "gpu_extender/case_insensitive.h"
+#include "rules.h"
+
+namespace gpu_extender::rules {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
+bool model_listed(std::string_view wanted_list, std::string_view model) {
+  while (!wanted_list.empty()) {
+    const size_t comma = wanted_list.find(',');
+    if (equals_ignore_case(trim(wanted_list.substr(0, comma)), model)) return true;
+    if (comma == std::string_view::npos) break;
+    wanted_list.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+class GpuModelPredicate final : public Predicate {
+ public:
+  explicit GpuModelPredicate(std::string label) : label_(std::move(label)) {}
+  std::string_view name() const override { return "gpuModel"; }
+
+  PredicateResult check(const PodRequest& pod, const NodeInput& input) const override {
+    if (!pod.gpu_model || trim(*pod.gpu_model).empty()) return PredicateResult::pass();
+    const auto& model = input.node->gpu_model;
+    if (!model) {
+      return {Fit::kUnresolvable,
+              "node has no " + label_ + " label; pod requests gpu model " + std::string(*pod.gpu_model)};
+    }
+    if (model_listed(*pod.gpu_model, trim(*model))) return PredicateResult::pass();
+    return {Fit::kUnresolvable,
+            "gpu model " + std::string(*model) + " does not match requested " + std::string(*pod.gpu_model)};
+  }
+
+ private:
+  std::string label_;
+};
+
+}  // namespace
+
+std::unique_ptr<Predicate> make_gpu_model_predicate(const PolicyConfig& config) {
+  return std::make_unique<GpuModelPredicate>(config.schema.node_gpu_model_label);
+}
+
+}  // namespace gpu_extender::rules

@@ -1,0 +1,167 @@
+// Reading the policy file (YAML or JSON) into a PolicyConfig, strictly: unknown keys and wrong types
+// are errors that name the file and the key.
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "gpu_extender/build_info.h"
+#include "gpu_extender/policy_config.h"
+
+namespace gpu_extender {
+namespace {
+
+class Reader {
+ public:
+  explicit Reader(std::string source) : source_(std::move(source)) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw PolicyError(source_ + ": " + (key.empty() ? "" : key + ": ") + what);
+  }
+
+  void only_keys(const YAML::Node& map, const std::string& where, std::set<std::string> allowed) const {
+    if (!map.IsMap()) fail(where, "expected a mapping");
+    for (const auto& entry : map) {
+      const std::string key = entry.first.as<std::string>();
+      if (!allowed.count(key)) {
+        std::string known;
+        for (const auto& k : allowed) known += (known.empty() ? "" : ", ") + k;
+        fail(where.empty() ? key : where + "." + key, "unknown key (known: " + known + ")");
+      }
+    }
+  }
+
+  void string_at(const YAML::Node& map, const char* key, const std::string& where, std::string& out) const {
+    const YAML::Node value = map[key];
+    if (!value) return;
+    if (!value.IsScalar() || value.Scalar().empty()) fail(where + "." + key, "expected a non-empty string");
+    out = value.Scalar();
+  }
+
+  std::vector<std::string> string_list(const YAML::Node& value, const std::string& where) const {
+    if (value.IsNull()) return {};
+    if (!value.IsSequence()) fail(where, "expected a list");
+    std::vector<std::string> out;
+    for (size_t i = 0; i < value.size(); ++i) {
+      if (!value[i].IsScalar() || value[i].Scalar().empty())
+        fail(where + "[" + std::to_string(i) + "]", "expected a non-empty string");
+      out.push_back(value[i].Scalar());
+    }
+    return out;
+  }
+
+ private:
+  std::string source_;
+};
+
+void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
+  if (!root || root.IsNull()) return;
+  in.only_keys(root, "", {"resources", "nodeLabels", "nodeAnnotations", "podAnnotations", "filters", "scorers"});
+  ViewSchema& schema = config.schema;
+  std::vector<std::string> names{schema.resources.name(0), schema.resources.name(1)};
+  std::vector<std::string> excluded;
+  for (size_t i = ViewSchema::kFirstExcludedResource; i < schema.resources.size(); ++i)
+    excluded.push_back(schema.resources.name(i));
+
+  if (const YAML::Node r = root["resources"]) {
+    in.only_keys(r, "resources", {"gpu", "packed", "excluded"});
+    in.string_at(r, "gpu", "resources", names[0]);
+    in.string_at(r, "packed", "resources", names[1]);
+    if (r["excluded"]) excluded = in.string_list(r["excluded"], "resources.excluded");
+  }
+  if (excluded.size() > kMaxTrackedResources - ViewSchema::kFirstExcludedResource) {
+    in.fail("resources.excluded", "at most " +
+                                      std::to_string(kMaxTrackedResources - ViewSchema::kFirstExcludedResource) +
+                                      " resources");
+  }
+  for (auto& name : excluded) names.push_back(name);
+  for (size_t i = 0; i < names.size(); ++i)
+    for (size_t j = i + 1; j < names.size(); ++j)
+      if (names[i] == names[j]) in.fail("resources", "\"" + names[i] + "\" is named twice");
+  schema.resources = ResourceTable(names);
+
+  if (const YAML::Node n = root["nodeLabels"]) {
+    in.only_keys(n, "nodeLabels", {"gpuModel", "gpuMemory", "gpuCount"});
+    in.string_at(n, "gpuModel", "nodeLabels", schema.node_gpu_model_label);
+    in.string_at(n, "gpuMemory", "nodeLabels", schema.node_gpu_memory_label);
+    in.string_at(n, "gpuCount", "nodeLabels", schema.node_gpu_count_label);
+  }
+  if (const YAML::Node n = root["nodeAnnotations"]) {
+    in.only_keys(n, "nodeAnnotations", {"gpuUtilization"});
+    in.string_at(n, "gpuUtilization", "nodeAnnotations", schema.node_gpu_utilization_annotation);
+  }
+  if (const YAML::Node p = root["podAnnotations"]) {
+    in.only_keys(p, "podAnnotations", {"gpuModel", "gpuMemory"});
+    in.string_at(p, "gpuModel", "podAnnotations", schema.pod_gpu_model_annotation);
+    in.string_at(p, "gpuMemory", "podAnnotations", schema.pod_gpu_memory_annotation);
+  }
+  if (root["filters"]) config.filters = in.string_list(root["filters"], "filters");
+  if (const YAML::Node s = root["scorers"]) {
+    config.scorers.clear();
+    if (!s.IsNull() && !s.IsSequence()) in.fail("scorers", "expected a list of {name, weight}");
+    for (size_t i = 0; i < s.size(); ++i) {
+      const std::string where = "scorers[" + std::to_string(i) + "]";
+      in.only_keys(s[i], where, {"name", "weight"});
+      ScorerSpec spec;
+      in.string_at(s[i], "name", where, spec.name);
+      if (spec.name.empty()) in.fail(where + ".name", "missing");
+      if (const YAML::Node w = s[i]["weight"]) {
+        try {
+          spec.weight = w.as<int>();
+        } catch (const YAML::Exception&) {
+          in.fail(where + ".weight", "expected a whole number");
+        }
+        if (spec.weight < 0 || spec.weight > 100) in.fail(where + ".weight", "must be 0..100");
+      }
+      config.scorers.push_back(spec);
+    }
+  }
+}
+
+// The settings before any file is read: the names the code knows; the default file sets the rest.
+PolicyConfig base_config(std::string source) {
+  PolicyConfig config;
+  config.schema.resources = ResourceTable({"nvidia.com/gpu", "custom.resource/aaa"});
+  config.source = std::move(source);
+  return config;
+}
+
+PolicyConfig parse_over(PolicyConfig config, std::string_view text) {
+  const Reader in(config.source);
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    in.fail("", "not valid YAML or JSON: " + e.msg + " (line " + std::to_string(e.mark.line + 1) + ")");
+  }
+  try {
+    apply(root, in, config);
+  } catch (const YAML::Exception& e) {
+    in.fail("", e.msg + " (line " + std::to_string(e.mark.line + 1) + ")");
+  }
+  return config;
+}
+
+}  // namespace
+
+PolicyConfig default_policy_config() {
+  return parse_over(base_config("embedded default policy"), default_policy_text());
+}
+
+PolicyConfig parse_policy(std::string_view text, std::string_view source) {
+  // A file overrides the embedded default key by key.
+  PolicyConfig defaults = default_policy_config();
+  defaults.source = std::string(source);
+  return parse_over(std::move(defaults), text);
+}
+
+PolicyConfig load_policy_file(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw PolicyError(path + ": cannot be read");
+  std::ostringstream text;
+  text << file.rdbuf();
+  return parse_policy(text.str(), path);
+}
+
+}  // namespace gpu_extender

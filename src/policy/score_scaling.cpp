@@ -1,0 +1,39 @@
+#include "gpu_extender/score_scaling.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gpu_extender {
+namespace {
+// Raw scores closer than this are the same score (floating-point noise of the weighted mean).
+constexpr double kSameScore = 1e-9;
+}  // namespace
+
+void scale_scores(std::span<const double> raw, std::vector<int64_t>& out) {
+  out.assign(raw.size(), 0);
+  if (raw.empty()) return;
+  std::vector<size_t> order(raw.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return raw[a] > raw[b]; });
+
+  size_t distinct = 1;
+  for (size_t i = 1; i < order.size(); ++i)
+    if (raw[order[i - 1]] - raw[order[i]] > kSameScore) ++distinct;
+
+  int64_t previous = kMaxExtenderPriority + 1;
+  size_t level = 0;
+  for (size_t i = 0; i < order.size();) {
+    const double value = raw[order[i]];
+    const int64_t proportional =
+        std::clamp<int64_t>(std::llround(value / 10.0), 0, kMaxExtenderPriority);
+    const int64_t floor_for_rest =
+        distinct <= static_cast<size_t>(kMaxExtenderPriority + 1) ? static_cast<int64_t>(distinct - 1 - level) : 0;
+    const int64_t score = std::max<int64_t>(0, std::max(floor_for_rest, std::min(proportional, previous - 1)));
+    // Everything equal to this value gets the same score.
+    while (i < order.size() && value - raw[order[i]] <= kSameScore) out[order[i++]] = score;
+    previous = score;
+    ++level;
+  }
+}
+
+}  // namespace gpu_extender

@@ -1,0 +1,84 @@
+#include "gpu_extender/cli_options.h"
+
+#include <charconv>
+#include <functional>
+#include <map>
+
+namespace gpu_extender {
+namespace {
+
+template <typename T>
+bool parse_number(const std::string& text, T& out, T min, T max) {
+  T value{};
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max) return false;
+  out = value;
+  return true;
+}
+
+}  // namespace
+
+std::string cli_usage() {
+  return R"(Usage: gpu-extender [flags]
+
+A GPU-aware kube-scheduler extender: POST /filter, /prioritize, /bind.
+
+Flags:
+  --address ADDR         address to listen on (default 127.0.0.1; 0.0.0.0 in a pod)
+  --port N               port to listen on (default 8888)
+  --policy FILE          policy file, YAML or JSON (default: the embedded policy,
+                         extender-config/policy.yaml)
+  --pods-snapshot FILE   GPUs and custom resources in use, from `kubectl get pods -A -o json`
+                         (default: usage unknown, treated as nothing in use)
+  --log-level LEVEL      trace, debug, info, warn, error (default info)
+  --max-body-bytes N     largest request body accepted, else 413 (default 268435456)
+  --threads N            request worker threads (default: two per core, at least 4)
+  --check-config         load the policy and usage source, print a summary, and exit
+  --help                 print this help and exit
+  --version              print the version and exit
+)";
+}
+
+CliParse parse_cli(const std::vector<std::string>& args) {
+  CliOptions o;
+  using Setter = std::function<bool(const std::string&)>;
+  const std::map<std::string, Setter> with_value = {
+      {"--address", [&](const std::string& v) { o.address = v; return !v.empty(); }},
+      {"--port", [&](const std::string& v) { return parse_number(v, o.port, 0, 65535); }},
+      {"--policy", [&](const std::string& v) { o.policy_file = v; return !v.empty(); }},
+      {"--pods-snapshot", [&](const std::string& v) { o.pods_snapshot_file = v; return !v.empty(); }},
+      {"--log-level",
+       [&](const std::string& v) {
+         o.log_level = v;
+         return v == "trace" || v == "debug" || v == "info" || v == "warn" || v == "error";
+       }},
+      {"--max-body-bytes",
+       [&](const std::string& v) { return parse_number<size_t>(v, o.max_body_bytes, 1024, size_t{1} << 34); }},
+      {"--threads", [&](const std::string& v) { return parse_number(v, o.threads, 1, 1024); }},
+  };
+  const std::map<std::string, bool*> switches = {
+      {"--check-config", &o.check_config}, {"--help", &o.help}, {"-h", &o.help}, {"--version", &o.version}};
+
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string flag = args[i];
+    std::optional<std::string> value;
+    if (const size_t eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+    }
+    if (auto sw = switches.find(flag); sw != switches.end() && !value) {
+      *sw->second = true;
+      continue;
+    }
+    auto setter = with_value.find(flag);
+    if (setter == with_value.end()) return {std::nullopt, "unknown flag " + args[i] + " (see --help)"};
+    if (!value) {
+      if (i + 1 >= args.size()) return {std::nullopt, flag + " needs a value"};
+      value = args[++i];
+    }
+    if (!setter->second(*value)) return {std::nullopt, "invalid value \"" + *value + "\" for " + flag};
+  }
+  return {o, {}};
+}
+
+}  // namespace gpu_extender

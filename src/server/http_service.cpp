@@ -1,0 +1,187 @@
+#include "gpu_extender/http_service.h"
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "gpu_extender/build_info.h"
+#include "gpu_extender/json_writer.h"
+#include "gpu_extender/wire.h"
+#include "gpu_extender/wire_encode.h"
+
+namespace gpu_extender {
+namespace {
+
+constexpr const char* kJson = "application/json";
+
+void send_error(httplib::Response& res, int status, std::string_view message) {
+  std::string body;
+  encode_error_object(message, body);
+  res.status = status;
+  res.set_content(body, kJson);
+}
+
+// Serves `body` without copying it again, and with a fixed length: cpp-httplib then neither copies nor
+// gzips it (compressing megabytes of node objects costs more than sending them over a cluster network).
+void send_body(httplib::Response& res, int status, std::string body) {
+  res.status = status;
+  auto shared = std::make_shared<std::string>(std::move(body));
+  res.set_content_provider(shared->size(), kJson,
+                           [shared](size_t offset, size_t length, httplib::DataSink& sink) {
+                             return sink.write(shared->data() + offset, length);
+                           });
+}
+
+int worker_threads(int requested) {
+  if (requested > 0) return requested;
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  return std::max(4, 2 * cores);
+}
+
+}  // namespace
+
+HttpService::HttpService(std::shared_ptr<const ExtenderService> service, const CliOptions& options)
+    : service_(std::move(service)), options_(options), server_(std::make_unique<httplib::Server>()) {
+  install_routes();
+}
+
+HttpService::~HttpService() = default;
+
+void HttpService::install_routes() {
+  httplib::Server& svr = *server_;
+  const int threads = worker_threads(options_.threads);
+  svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  svr.set_payload_max_length(options_.max_body_bytes);
+  svr.set_read_timeout(std::chrono::seconds(10));
+  svr.set_write_timeout(std::chrono::seconds(10));
+  svr.set_keep_alive_timeout(30);
+  svr.set_keep_alive_max_count(10000);  // the scheduler reuses its connection for every pod
+
+  using Verb = Reply (ExtenderService::*)(const std::string&, VerbSummary&) const;
+  auto post_verb = [this, &svr](const std::string& path, Verb verb) {
+    svr.Post(path, [this, path, verb](const httplib::Request& req, httplib::Response& res,
+                                      const httplib::ContentReader& read_content) {
+      const auto started = std::chrono::steady_clock::now();
+      const uint64_t id = next_request_id_.fetch_add(1);
+      // Read the body into a buffer with room for the parser's padding, so it is parsed in place.
+      std::string body;
+      const size_t declared = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
+      if (declared <= options_.max_body_bytes) body.reserve(declared + kJsonPadding);
+      read_content([&](const char* data, size_t length) {
+        if (body.capacity() < body.size() + length + kJsonPadding) body.reserve((body.size() + length) * 2 + kJsonPadding);
+        body.append(data, length);
+        return true;
+      });
+      VerbSummary summary;
+      Reply reply = body.empty() ? Reply{400, {}} : ((*service_).*verb)(body, summary);
+      if (body.empty()) {
+        summary.error = "empty request body: expected JSON";
+        encode_error_object(summary.error, reply.body);
+      }
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+      if (summary.error.empty()) {
+        spdlog::info("req={} verb={} pod={} nodes_in={} nodes_out={}{}{} status={} bytes_in={} bytes_out={} ms={:.2f}",
+                     id, path.substr(1), summary.pod, summary.nodes_in, summary.nodes_out,
+                     summary.top_scores.empty() ? "" : " top=", summary.top_scores, reply.status, body.size(),
+                     reply.body.size(), ms);
+      } else {
+        spdlog::warn("req={} verb={} pod={} status={} bytes_in={} ms={:.2f} error=\"{}\"", id, path.substr(1),
+                     summary.pod.empty() ? "-" : summary.pod, reply.status, body.size(), ms, summary.error);
+      }
+      if (reply.status >= 400) {
+        res.status = reply.status;
+        res.set_content(reply.body, kJson);
+      } else {
+        send_body(res, reply.status, std::move(reply.body));
+      }
+    });
+  };
+  post_verb("/filter", &ExtenderService::filter);
+  post_verb("/prioritize", &ExtenderService::prioritize);
+  post_verb("/bind", &ExtenderService::bind);
+
+  svr.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"status":"ok"})", kJson);
+  });
+  svr.Get("/readyz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"status":"ready"})", kJson);
+  });
+  svr.Get("/version", [this](const httplib::Request&, httplib::Response& res) {
+    std::string body = "{\"version\":";
+    append_json_string(body, version());
+    body += ",\"commit\":";
+    append_json_string(body, git_commit());
+    body += ",\"policy\":";
+    append_json_string(body, service_->policy().config().source);
+    body += ",\"usage\":";
+    append_json_string(body, service_->usage().describe());
+    body += "}";
+    res.set_content(body, kJson);
+  });
+
+  // Known paths answer other methods with 405 and the Allow header, not 404.
+  auto method_not_allowed = [&svr](const std::string& path, const char* allow) {
+    auto handler = [path, allow](const httplib::Request& req, httplib::Response& res) {
+      res.set_header("Allow", allow);
+      send_error(res, 405, "method " + req.method + " not allowed on " + path + " (allowed: " + allow + ")");
+    };
+    if (std::string(allow) != "POST") svr.Post(path, handler);
+    if (std::string(allow) != "GET") svr.Get(path, handler);
+    svr.Put(path, handler);
+    svr.Patch(path, handler);
+    svr.Delete(path, handler);
+  };
+  for (const char* path : {"/filter", "/prioritize", "/bind"}) method_not_allowed(path, "POST");
+  for (const char* path : {"/healthz", "/readyz", "/version"}) method_not_allowed(path, "GET");
+
+  svr.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (res.status == 404) {
+      send_error(res, 404, "no such path " + req.path + " (serving /filter, /prioritize, /bind, /healthz, /readyz, /version)");
+    } else if (res.status == 413) {
+      send_error(res, 413, "request body larger than --max-body-bytes (" + std::to_string(options_.max_body_bytes) +
+                               " bytes)");
+    } else {
+      send_error(res, res.status, "HTTP status " + std::to_string(res.status));
+    }
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  svr.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    spdlog::error("path={} internal error: {}", req.path, what);
+    send_error(res, 500, "internal error: " + what);
+  });
+}
+
+bool HttpService::bind(std::string& error) {
+  if (options_.port == 0) {
+    port_ = server_->bind_to_any_port(options_.address);
+    if (port_ <= 0) {
+      error = "cannot listen on " + options_.address + " (any port)";
+      return false;
+    }
+    return true;
+  }
+  if (!server_->bind_to_port(options_.address, options_.port)) {
+    error = "cannot listen on " + options_.address + ":" + std::to_string(options_.port) +
+            " (address in use, or not an address of this host)";
+    return false;
+  }
+  port_ = options_.port;
+  return true;
+}
+
+bool HttpService::serve() { return server_->listen_after_bind(); }
+
+void HttpService::stop() { server_->stop(); }
+
+}  // namespace gpu_extender

@@ -1,0 +1,26 @@
+#pragma once
+// WireDecoder's private state, shared by the decoder's translation units.
+#include <string>
+
+#include "object_decoders.h"
+
+namespace gpu_extender {
+
+struct WireDecoder::Impl {
+  wire::od::parser parser;
+  std::string padded_copy;  // used only when a body lacks padding room
+  ExtenderArgs args;
+  wire::PodScratch pod_scratch;
+
+  // Starts parsing `body` in place when its capacity has room for the padding, else from a copy.
+  simdjson::simdjson_result<wire::od::document> iterate(const std::string& body) {
+    if (body.capacity() - body.size() >= simdjson::SIMDJSON_PADDING) {
+      return parser.iterate(simdjson::padded_string_view(body.data(), body.size(), body.capacity()));
+    }
+    padded_copy.reserve(body.size() + simdjson::SIMDJSON_PADDING);
+    padded_copy.assign(body);
+    return parser.iterate(simdjson::padded_string_view(padded_copy.data(), padded_copy.size(), padded_copy.capacity()));
+  }
+};
+
+}  // namespace gpu_extender

@@ -1,0 +1,109 @@
+// Decoding ExtenderArgs: {"Pod":{...},"Nodes":{"metadata":{},"items":[...]}|null,"NodeNames":[...]|null}
+#include "decoder_impl.h"
+#include "gpu_extender/case_insensitive.h"
+
+namespace gpu_extender {
+
+static_assert(kJsonPadding == simdjson::SIMDJSON_PADDING, "kJsonPadding must match simdjson's padding");
+
+WireDecoder::WireDecoder() : impl_(std::make_unique<Impl>()) {}
+WireDecoder::~WireDecoder() = default;
+
+namespace {
+
+using namespace wire;
+
+// The bytes of the JSON value that starts at `start` and ends just before `next_token` (the ',' or ']'
+// that follows it), without the white space between.
+std::string_view value_bytes(const char* start, const char* next_token) {
+  const char* end = next_token;
+  while (end > start && (end[-1] == ' ' || end[-1] == '\n' || end[-1] == '\r' || end[-1] == '\t')) --end;
+  return {start, static_cast<size_t>(end - start)};
+}
+
+void decode_node_list(od::document& doc, od::value nodes, const ViewSchema& schema, ExtenderArgs& args) {
+  for (auto f : take_object(std::move(nodes), "Nodes")) {
+    std::string_view key = field_key(f, "Nodes");
+    if (!equals_ignore_case(key, "items")) continue;
+    od::value items = take(f.value(), "Nodes.items", "an array");
+    if (take_null(items, "Nodes.items")) continue;
+    size_t index = 0;
+    for (auto item : take(items.get_array(), "Nodes.items", "an array")) {
+      NodeView& node = args.nodes.emplace_back();
+      try {
+        od::value v = take(std::move(item), "", "a node object");
+        const char* start = v.raw_json_token().data();
+        decode_node(v, schema, node);
+        const char* next = take(doc.current_location(), "", "more JSON after the node");
+        node.raw_json = value_bytes(start, next);
+      } catch (DecodeError& e) {
+        throw e.within("Nodes.items[" + std::to_string(index) + "]");
+      }
+      ++index;
+    }
+  }
+}
+
+void decode_node_names(od::value names, ExtenderArgs& args) {
+  size_t index = 0;
+  for (auto item : take(names.get_array(), "NodeNames", "an array of node names")) {
+    args.node_names.push_back(take(item.get_string(), "NodeNames[" + std::to_string(index) + "]", "a string"));
+    ++index;
+  }
+}
+
+}  // namespace
+
+const ExtenderArgs& WireDecoder::decode_extender_args(const std::string& body, const ViewSchema& schema) {
+  ExtenderArgs& args = impl_->args;
+  args.pod = PodRequest{};
+  args.full_mode = false;
+  args.nodes.clear();
+  args.node_names.clear();
+
+  od::document doc = take(impl_->iterate(body), "", "a JSON object");
+  bool seen_pod = false, seen_nodes = false, seen_names = false, has_nodes = false, has_names = false;
+  auto once = [](bool& seen, std::string_view name) {
+    if (seen) throw DecodeError(std::string(name), "duplicate key");
+    seen = true;
+  };
+  for (auto f : take(doc.get_object(), "", "a JSON object (ExtenderArgs)")) {
+    std::string_view key = field_key(f, "");
+    if (equals_ignore_case(key, "Pod")) {
+      once(seen_pod, "Pod");
+      od::value pod = take(f.value(), "Pod", "an object");
+      if (take_null(pod, "Pod")) throw DecodeError("Pod", "must not be null");
+      try {
+        decode_pod(pod, schema, args.pod, impl_->pod_scratch);
+      } catch (DecodeError& e) {
+        throw e.within("Pod");
+      }
+    } else if (equals_ignore_case(key, "Nodes")) {
+      once(seen_nodes, "Nodes");
+      od::value nodes = take(f.value(), "Nodes", "an object");
+      if (take_null(nodes, "Nodes")) continue;
+      has_nodes = true;
+      decode_node_list(doc, nodes, schema, args);
+    } else if (equals_ignore_case(key, "NodeNames")) {
+      once(seen_names, "NodeNames");
+      od::value names = take(f.value(), "NodeNames", "an array");
+      if (take_null(names, "NodeNames")) continue;
+      has_names = true;
+      decode_node_names(names, args);
+    }
+    // Other keys are ignored, as Go's decoder ignores unknown fields.
+  }
+  wire::reject_trailing_content(doc);
+  if (!seen_pod) throw DecodeError("Pod", "missing");
+  if (!has_nodes && !has_names) throw DecodeError("Nodes", "neither Nodes nor NodeNames is given");
+  // The scheduler sends exactly one of the two. Given both, answer in full mode: its answer carries
+  // both the node objects and their names.
+  args.full_mode = has_nodes;
+  if (has_nodes) {
+    args.node_names.clear();
+    for (const NodeView& n : args.nodes) args.node_names.push_back(n.name);
+  }
+  return args;
+}
+
+}  // namespace gpu_extender

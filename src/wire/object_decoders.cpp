@@ -1,0 +1,243 @@
+#include "object_decoders.h"
+
+#include "gpu_extender/case_insensitive.h"
+#include "gpu_extender/quantity.h"
+
+namespace gpu_extender::wire {
+namespace {
+
+// A Quantity as Go's Quantity.UnmarshalJSON takes it: a string, a bare number, or null (zero).
+int64_t decode_quantity(od::value v, std::string_view field) {
+  std::string_view text;
+  od::json_type type = take(v.type(), field, "a quantity");
+  if (type == od::json_type::null) {
+    (void)take_null(v, field);
+    return 0;
+  }
+  if (type == od::json_type::string) {
+    text = take(v.get_string(), field, "a quantity string");
+  } else if (type == od::json_type::number) {
+    text = v.raw_json_token();
+    while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\r' || text.back() == '\t'))
+      text.remove_suffix(1);
+  } else {
+    throw DecodeError(std::string(field), "expected a quantity string");
+  }
+  QuantityParse q = parse_quantity(text);
+  if (!q.milli) throw DecodeError(std::string(field), q.error);
+  return *q.milli;
+}
+
+// Reads the values of `keys` from a string map (labels, annotations); others are skipped.
+template <size_t N>
+void decode_string_map(od::value map, const std::array<const std::string*, N>& keys,
+                       std::array<std::optional<std::string_view>, N>& out) {
+  od::object obj = take_object(std::move(map), "");
+  for (auto f : obj) {
+    std::string_view key = field_key(f, "");
+    for (size_t i = 0; i < N; ++i) {
+      if (key == *keys[i]) {
+        try {
+          out[i] = take_string(f.value(), "");
+        } catch (DecodeError& e) {
+          throw e.within(key);
+        }
+        break;
+      }
+    }
+  }
+}
+
+void decode_container(od::value container, const ViewSchema& schema, ContainerResources& out, bool init) {
+  od::object obj = take_object(std::move(container), "");
+  for (auto f : obj) {
+    std::string_view key = field_key(f, "");
+    if (equals_ignore_case(key, "resources")) {
+      od::value resources = take(f.value(), "resources", "an object");
+      if (take_null(resources, "resources")) continue;
+      for (auto r : take_object(std::move(resources), "resources")) {
+        std::string_view rkey = field_key(r, "resources");
+        const bool requests = equals_ignore_case(rkey, "requests");
+        if (!requests && !equals_ignore_case(rkey, "limits")) continue;
+        od::value list = take(r.value(), "resources", "an object");
+        if (take_null(list, "")) continue;
+        try {
+          decode_resource_list(list, schema.resources, requests ? out.requests : out.limits, true);
+        } catch (DecodeError& e) {
+          throw e.within(std::string("resources.") + std::string(requests ? "requests" : "limits"));
+        }
+      }
+    } else if (init && equals_ignore_case(key, "restartPolicy")) {
+      out.restartable_init = take_string(f.value(), "restartPolicy") == "Always";
+    }
+  }
+}
+
+void decode_containers(od::value list, const ViewSchema& schema, std::vector<ContainerResources>& out,
+                       bool init, std::string_view name) {
+  out.clear();
+  if (take_null(list, name)) return;
+  od::array arr = take(list.get_array(), name, "an array");
+  for (auto item : arr) {
+    out.emplace_back();
+    try {
+      decode_container(take(std::move(item), "", "an object"), schema, out.back(), init);
+    } catch (DecodeError& e) {
+      throw e.within(std::string(name) + "[" + std::to_string(out.size() - 1) + "]");
+    }
+  }
+}
+
+void decode_pod_metadata(od::value metadata, const ViewSchema& schema, PodRequest& out) {
+  for (auto f : take_object(std::move(metadata), "")) {
+    std::string_view key = field_key(f, "");
+    if (equals_ignore_case(key, "name")) {
+      out.name = take_string(f.value(), "name");
+    } else if (equals_ignore_case(key, "namespace")) {
+      out.ns = take_string(f.value(), "namespace");
+    } else if (equals_ignore_case(key, "uid")) {
+      out.uid = take_string(f.value(), "uid");
+    } else if (equals_ignore_case(key, "annotations")) {
+      od::value annotations = take(f.value(), "annotations", "an object");
+      if (take_null(annotations, "annotations")) continue;
+      std::array<std::optional<std::string_view>, 2> values;
+      try {
+        decode_string_map<2>(annotations, {&schema.pod_gpu_model_annotation, &schema.pod_gpu_memory_annotation},
+                             values);
+      } catch (DecodeError& e) {
+        throw e.within("annotations");
+      }
+      out.gpu_model = values[0];
+      if (values[1]) {
+        std::string error;
+        out.gpu_memory_mib = parse_mebibytes(*values[1], &error);
+        if (!out.gpu_memory_mib) throw DecodeError("annotations." + schema.pod_gpu_memory_annotation, error);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void decode_resource_list(od::value list, const ResourceTable& table, ResourceAmounts& out, bool validate_all) {
+  for (auto f : take_object(std::move(list), "")) {
+    std::string_view key = field_key(f, "");
+    const int index = table.index_of(key);
+    if (index < 0 && !validate_all) continue;
+    od::value v = take(f.value(), key, "a quantity");
+    const int64_t milli = decode_quantity(v, key);
+    if (index >= 0) out.set(static_cast<size_t>(index), milli);
+  }
+}
+
+void decode_pod(od::value pod, const ViewSchema& schema, PodRequest& out, PodScratch& scratch) {
+  out = PodRequest{};
+  ResourceAmounts overhead;
+  scratch.containers.clear();
+  scratch.init_containers.clear();
+  for (auto f : take_object(std::move(pod), "")) {
+    std::string_view key = field_key(f, "");
+    if (equals_ignore_case(key, "metadata")) {
+      try {
+        decode_pod_metadata(take(f.value(), "", "an object"), schema, out);
+      } catch (DecodeError& e) {
+        throw e.within("metadata");
+      }
+    } else if (equals_ignore_case(key, "spec")) {
+      for (auto s : take_object(f.value(), "spec")) {
+        std::string_view skey = field_key(s, "spec");
+        try {
+          if (equals_ignore_case(skey, "containers")) {
+            decode_containers(take(s.value(), "containers", "an array"), schema, scratch.containers, false,
+                              "containers");
+          } else if (equals_ignore_case(skey, "initContainers")) {
+            decode_containers(take(s.value(), "initContainers", "an array"), schema, scratch.init_containers,
+                              true, "initContainers");
+          } else if (equals_ignore_case(skey, "overhead")) {
+            od::value v = take(s.value(), "overhead", "an object");
+            if (!take_null(v, "overhead")) {
+              try {
+                decode_resource_list(v, schema.resources, overhead, true);
+              } catch (DecodeError& e) {
+                throw e.within("overhead");
+              }
+            }
+          } else if (equals_ignore_case(skey, "nodeName")) {
+            out.node_name = take_string(s.value(), "nodeName");
+          }
+        } catch (DecodeError& e) {
+          throw e.within("spec");
+        }
+      }
+    } else if (equals_ignore_case(key, "status")) {
+      od::value status = take(f.value(), "status", "an object");
+      if (take_null(status, "status")) continue;
+      for (auto s : take_object(std::move(status), "status")) {
+        if (equals_ignore_case(field_key(s, "status"), "phase")) out.phase = take_string(s.value(), "status.phase");
+      }
+    }
+  }
+  out.requests = effective_pod_requests(scratch.containers, scratch.init_containers, overhead);
+  for (size_t i = 0; i < schema.resources.size(); ++i) {
+    if (out.requests.has(i) && out.requests.get(i) < 0)
+      throw DecodeError("spec", "negative request of " + schema.resources.name(i));
+  }
+}
+
+void decode_node(od::value node, const ViewSchema& schema, NodeView& out) {
+  out = NodeView{};
+  for (auto f : take_object(std::move(node), "")) {
+    std::string_view key = field_key(f, "");
+    if (equals_ignore_case(key, "metadata")) {
+      for (auto m : take_object(f.value(), "metadata")) {
+        std::string_view mkey = field_key(m, "metadata");
+        if (equals_ignore_case(mkey, "name")) {
+          out.name = take_string(m.value(), "metadata.name");
+        } else if (equals_ignore_case(mkey, "labels")) {
+          od::value labels = take(m.value(), "metadata.labels", "an object");
+          if (take_null(labels, "metadata.labels")) continue;
+          std::array<std::optional<std::string_view>, 3> values;
+          try {
+            decode_string_map<3>(labels,
+                                 {&schema.node_gpu_model_label, &schema.node_gpu_memory_label,
+                                  &schema.node_gpu_count_label},
+                                 values);
+          } catch (DecodeError& e) {
+            throw e.within("metadata.labels");
+          }
+          out.gpu_model = values[0];
+          out.gpu_memory = values[1];
+          out.gpu_count = values[2];
+        } else if (equals_ignore_case(mkey, "annotations")) {
+          od::value annotations = take(m.value(), "metadata.annotations", "an object");
+          if (take_null(annotations, "metadata.annotations")) continue;
+          std::array<std::optional<std::string_view>, 1> values;
+          try {
+            decode_string_map<1>(annotations, {&schema.node_gpu_utilization_annotation}, values);
+          } catch (DecodeError& e) {
+            throw e.within("metadata.annotations");
+          }
+          out.gpu_utilization = values[0];
+        }
+      }
+    } else if (equals_ignore_case(key, "status")) {
+      od::value status = take(f.value(), "status", "an object");
+      if (take_null(status, "status")) continue;
+      for (auto s : take_object(std::move(status), "status")) {
+        std::string_view skey = field_key(s, "status");
+        const bool capacity = equals_ignore_case(skey, "capacity");
+        if (!capacity && !equals_ignore_case(skey, "allocatable")) continue;
+        od::value list = take(s.value(), "status", "an object");
+        if (take_null(list, "")) continue;
+        try {
+          decode_resource_list(list, schema.resources, capacity ? out.capacity : out.allocatable, false);
+        } catch (DecodeError& e) {
+          throw e.within(capacity ? "status.capacity" : "status.allocatable");
+        }
+      }
+    }
+  }
+  if (out.name.empty()) throw DecodeError("metadata.name", "missing");
+}
+
+}  // namespace gpu_extender::wire

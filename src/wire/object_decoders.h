@@ -1,0 +1,24 @@
+#pragma once
+// Decoders of the Kubernetes objects inside the extender bodies: Pod and Node. Each reads the fields
+// named by the ViewSchema, skips the rest, and throws DecodeError with a path relative to the object.
+#include <vector>
+
+#include "gpu_extender/pod_requests.h"
+#include "json_access.h"
+
+namespace gpu_extender::wire {
+
+// Buffers reused across pods so that decoding one allocates nothing in the steady state.
+struct PodScratch {
+  std::vector<ContainerResources> containers;
+  std::vector<ContainerResources> init_containers;
+};
+
+void decode_pod(od::value pod, const ViewSchema& schema, PodRequest& out, PodScratch& scratch);
+void decode_node(od::value node, const ViewSchema& schema, NodeView& out);
+
+// A resource list ({"nvidia.com/gpu":"2",...}): tracked resources into `out`. With `validate_all`,
+// untracked quantities are parsed too, so that a malformed one is reported.
+void decode_resource_list(od::value list, const ResourceTable& table, ResourceAmounts& out, bool validate_all);
+
+}  // namespace gpu_extender::wire
