@@ -1,0 +1,34 @@
+#include <catch2/catch.hpp>
+
+#include "rule_support.h"
+
+using namespace gpu_extender;
+using rule_support::check;
+using test_support::gpu_node;
+using test_support::gpu_pod;
+
+TEST_CASE("gpuModel: passes a matching model, case-insensitively, and from a list") {
+  auto p = rules::make_gpu_model_predicate(rule_support::config());
+  const NodeView a100 = gpu_node("n", "A100", "40960", 8);
+  CHECK(check(*p, gpu_pod(1, "A100"), a100).fit == Fit::kPass);
+  CHECK(check(*p, gpu_pod(1, "a100"), a100).fit == Fit::kPass);
+  CHECK(check(*p, gpu_pod(1, "H100, A100"), a100).fit == Fit::kPass);
+  CHECK(check(*p, gpu_pod(1), a100).fit == Fit::kPass);  // no annotation: any model
+}
+
+TEST_CASE("gpuModel: a different model is unresolvable, with both models in the reason") {
+  auto p = rules::make_gpu_model_predicate(rule_support::config());
+  const auto r = check(*p, gpu_pod(2, "A100"), gpu_node("n", "T4", "16384", 4));
+  CHECK(r.fit == Fit::kUnresolvable);
+  CHECK(r.reason == "gpu model T4 does not match requested A100");
+  CHECK(check(*p, gpu_pod(1, "A100,H100"), gpu_node("n", "A10", "24576", 1)).fit == Fit::kUnresolvable);
+}
+
+TEST_CASE("gpuModel: a node without the label fails when the pod names a model") {
+  auto p = rules::make_gpu_model_predicate(rule_support::config());
+  NodeView cpu;
+  cpu.name = "cpu";
+  const auto r = check(*p, gpu_pod(1, "A100"), cpu);
+  CHECK(r.fit == Fit::kUnresolvable);
+  CHECK(r.reason == "node has no gpu.nvidia.com/model label; pod requests gpu model A100");
+}

@@ -1,0 +1,64 @@
+#include <catch2/catch.hpp>
+
+#include "../test_support.h"
+#include "gpu_extender/build_info.h"
+
+using namespace gpu_extender;
+
+TEST_CASE("policy: the embedded default is the shipped file and the behaviour of DESIGN §2") {
+  CHECK(default_policy_text() == test_support::read_file(test_support::source_path("extender-config/policy.yaml")));
+  const PolicyConfig c = default_policy_config();
+  CHECK(c.schema.resources.name(ViewSchema::kGpuResource) == "nvidia.com/gpu");
+  CHECK(c.schema.resources.name(ViewSchema::kPackedResource) == "custom.resource/aaa");
+  CHECK(c.schema.resources.name(ViewSchema::kFirstExcludedResource) == "custom.resource/bbb");
+  CHECK(c.filters == std::vector<std::string>{"gpuModel", "gpuMemory", "gpuCount", "excludedResources",
+                                              "packedResourceFit"});
+  REQUIRE(c.scorers.size() == 3);
+  CHECK(c.scorers[0].name == "gpuFit");
+  CHECK(c.scorers[0].weight == 7);
+  CHECK(c.scorers[1].weight == 3);
+  CHECK_NOTHROW(Policy::build(c));
+}
+
+TEST_CASE("policy: a file overrides key by key, in YAML or JSON") {
+  const PolicyConfig yaml = parse_policy("resources:\n  excluded: [example.com/fpga, example.com/x]\n"
+                                         "nodeLabels:\n  gpuModel: nvidia.com/gpu.product\n",
+                                         "test.yaml");
+  CHECK(yaml.schema.resources.size() == 4);
+  CHECK(yaml.schema.resources.name(3) == "example.com/x");
+  CHECK(yaml.schema.node_gpu_model_label == "nvidia.com/gpu.product");
+  CHECK(yaml.schema.node_gpu_memory_label == "gpu.nvidia.com/memory");
+  CHECK(yaml.filters.size() == 5);
+
+  const PolicyConfig json = parse_policy(R"({"scorers":[{"name":"gpuFit","weight":1}],"filters":[]})", "p.json");
+  CHECK(json.filters.empty());
+  REQUIRE(json.scorers.size() == 1);
+  CHECK(json.scorers[0].weight == 1);
+  CHECK(json.source == "p.json");
+}
+
+TEST_CASE("policy: errors name the file and the key") {
+  CHECK_THROWS_WITH(parse_policy("filter: []", "f.yaml"), Catch::StartsWith("f.yaml: filter: unknown key"));
+  CHECK_THROWS_WITH(parse_policy("nodeLabels:\n  gpuModle: x\n", "f.yaml"),
+                    Catch::StartsWith("f.yaml: nodeLabels.gpuModle: unknown key"));
+  CHECK_THROWS_WITH(parse_policy("scorers:\n  - name: gpuFit\n    weight: heavy\n", "f.yaml"),
+                    "f.yaml: scorers[0].weight: expected a whole number");
+  CHECK_THROWS_WITH(parse_policy("scorers:\n  - weight: 2\n", "f.yaml"), "f.yaml: scorers[0].name: missing");
+  CHECK_THROWS_WITH(parse_policy("scorers:\n  - name: gpuFit\n    weight: -1\n", "f.yaml"),
+                    "f.yaml: scorers[0].weight: must be 0..100");
+  CHECK_THROWS_WITH(parse_policy("resources:\n  gpu: custom.resource/aaa\n", "f.yaml"),
+                    Catch::Contains("named twice"));
+  CHECK_THROWS_WITH(parse_policy("resources: [1, 2", "f.yaml"), Catch::StartsWith("f.yaml: not valid YAML or JSON"));
+  CHECK_THROWS_WITH(parse_policy("resources:\n  excluded: [a, b, c, d, e, f, g]\n", "f.yaml"),
+                    "f.yaml: resources.excluded: at most 6 resources");
+  CHECK_THROWS_WITH(load_policy_file("/nonexistent/policy.yaml"), "/nonexistent/policy.yaml: cannot be read");
+}
+
+TEST_CASE("policy: unknown or repeated rule names are refused when building") {
+  PolicyConfig c = parse_policy("filters: [gpuModel, gpuModels]", "f.yaml");
+  CHECK_THROWS_WITH(Policy::build(c), Catch::StartsWith("f.yaml: filters: unknown filter \"gpuModels\" (known: "));
+  c = parse_policy("filters: [gpuModel, gpuModel]", "f.yaml");
+  CHECK_THROWS_WITH(Policy::build(c), "f.yaml: filters: \"gpuModel\" listed twice");
+  c = parse_policy("scorers: [{name: fastest}]", "f.yaml");
+  CHECK_THROWS_WITH(Policy::build(c), Catch::StartsWith("f.yaml: scorers: unknown scorer \"fastest\""));
+}

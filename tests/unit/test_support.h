@@ -1,0 +1,65 @@
+#pragma once
+// Helpers shared by the unit tests: files, the default policy, and small builders of views.
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "gpu_extender/policy.h"
+#include "gpu_extender/quantity.h"
+#include "gpu_extender/wire.h"
+
+namespace test_support {
+
+inline std::string source_path(const std::string& relative) {
+  return std::string(GPU_EXTENDER_SOURCE_DIR) + "/" + relative;
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+inline std::string fixture(const std::string& name) {
+  return read_file(source_path("tests/fixtures/kube-scheduler-v1.26/" + name));
+}
+
+inline std::string sample(const std::string& name) { return read_file(source_path("extender-config/samples/" + name)); }
+
+inline std::shared_ptr<const gpu_extender::Policy> default_policy() {
+  return gpu_extender::Policy::build(gpu_extender::default_policy_config());
+}
+
+inline int64_t milli(const char* quantity) { return *gpu_extender::parse_quantity(quantity).milli; }
+
+// A node with GPU labels and allocatable GPUs; strings must outlive the view (literals do).
+inline gpu_extender::NodeView gpu_node(std::string_view name, std::string_view model, std::string_view memory_mib,
+                                       int gpus) {
+  gpu_extender::NodeView n;
+  n.name = name;
+  n.gpu_model = model;
+  n.gpu_memory = memory_mib;
+  n.allocatable.set(gpu_extender::ViewSchema::kGpuResource, gpus * 1000LL);
+  return n;
+}
+
+inline gpu_extender::PodRequest gpu_pod(int gpus, std::optional<std::string_view> model = std::nullopt,
+                                        std::optional<int64_t> memory_mib = std::nullopt) {
+  gpu_extender::PodRequest p;
+  p.name = "pod";
+  p.ns = "default";
+  p.gpu_model = model;
+  p.gpu_memory_mib = memory_mib;
+  if (gpus > 0) p.requests.set(gpu_extender::ViewSchema::kGpuResource, gpus * 1000LL);
+  return p;
+}
+
+inline gpu_extender::ResourceAmounts used(size_t resource, int64_t units) {
+  gpu_extender::ResourceAmounts a;
+  a.set(resource, units * 1000);
+  return a;
+}
+
+}  // namespace test_support

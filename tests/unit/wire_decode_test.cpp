@@ -1,0 +1,183 @@
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "gpu_extender/case_insensitive.h"
+#include "test_support.h"
+
+using namespace gpu_extender;
+using test_support::fixture;
+
+namespace {
+const ViewSchema& schema() {
+  static const ViewSchema s = test_support::default_policy()->schema();
+  return s;
+}
+std::string decode_error_of(const std::string& body) {
+  WireDecoder decoder;
+  try {
+    decoder.decode_extender_args(body, schema());
+  } catch (const DecodeError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+const std::string kPod = R"({"metadata":{"name":"p","namespace":"ns"},"spec":{"containers":[{"name":"c"}]}})";
+}  // namespace
+
+TEST_CASE("decode: full-mode filter body captured from kube-scheduler v1.26") {
+  const std::string body = fixture("full-mode/filter-1-request.json");
+  WireDecoder decoder;
+  const ExtenderArgs& args = decoder.decode_extender_args(body, schema());
+  CHECK(args.full_mode);
+  CHECK(args.pod.name == "gpu-pod-1");
+  CHECK(args.pod.ns == "default");
+  CHECK(args.pod.uid == "d8120ba2-3ee5-40e3-86d7-55a66604da01");
+  CHECK(args.pod.gpus_milli() == 1000);
+  CHECK(args.pod.requested(ViewSchema::kPackedResource) == 1000);
+  REQUIRE(args.nodes.size() == 3);
+  CHECK(args.node_names == std::vector<std::string_view>{"node-a", "node-b", "node-c"});
+
+  const NodeView& a = args.nodes[0];
+  CHECK(a.gpu_model == std::optional<std::string_view>("A100"));
+  CHECK(a.gpu_memory == std::optional<std::string_view>("40960"));
+  CHECK(a.gpu_count == std::optional<std::string_view>("8"));
+  CHECK(a.offered(ViewSchema::kGpuResource) == 8000);
+  CHECK(a.offered(ViewSchema::kPackedResource) == 4000);
+  CHECK_FALSE(args.nodes[1].gpu_model.has_value());
+  CHECK(args.nodes[1].offered(ViewSchema::kGpuResource) == 4000);
+}
+
+TEST_CASE("decode: each node's bytes are the exact bytes of the request") {
+  std::string body = fixture("full-mode/filter-1-request.json");
+  body.reserve(body.size() + kJsonPadding);  // room for the padding: parsed in place, no copy
+  const auto parsed = nlohmann::json::parse(body);
+  WireDecoder decoder;
+  const ExtenderArgs& args = decoder.decode_extender_args(body, schema());
+  for (size_t i = 0; i < args.nodes.size(); ++i) {
+    const std::string_view raw = args.nodes[i].raw_json;
+    CHECK(raw.front() == '{');
+    CHECK(raw.back() == '}');
+    CHECK(raw.data() >= body.data());
+    CHECK(raw.data() + raw.size() <= body.data() + body.size());  // a view into the body, not a copy
+    CHECK(nlohmann::json::parse(raw) == parsed["Nodes"]["items"][i]);
+  }
+}
+
+TEST_CASE("decode: node bytes survive white space and escapes around them") {
+  const std::string body = "{ \"Pod\" : " + kPod +
+                           ",\n \"Nodes\" : { \"items\" : [ \n {\"metadata\":{\"name\":\"n\\u0031\"}} ,\t"
+                           "{\"metadata\":{\"name\":\"n2\",\"labels\":{\"x\":\"}]\"}}}\r\n ] } }";
+  WireDecoder decoder;
+  const ExtenderArgs& args = decoder.decode_extender_args(body, schema());
+  REQUIRE(args.nodes.size() == 2);
+  CHECK(args.nodes[0].name == "n1");
+  CHECK(args.nodes[0].raw_json == "{\"metadata\":{\"name\":\"n\\u0031\"}}");
+  CHECK(args.nodes[1].raw_json == "{\"metadata\":{\"name\":\"n2\",\"labels\":{\"x\":\"}]\"}}}");
+}
+
+TEST_CASE("decode: names mode (nodeCacheCapable) body captured from kube-scheduler v1.26") {
+  const std::string body = fixture("node-cache-mode/filter-1-request.json");
+  WireDecoder decoder;
+  const ExtenderArgs& args = decoder.decode_extender_args(body, schema());
+  CHECK_FALSE(args.full_mode);
+  CHECK(args.nodes.empty());
+  CHECK(args.node_names == std::vector<std::string_view>{"node-a", "node-c", "node-b"});
+  CHECK(args.pod.name == "gpu-pod-1");
+}
+
+TEST_CASE("decode: extender keys match case-insensitively, as Go's decoder does") {
+  const std::string body =
+      "{\"pod\":" + kPod + ",\"NODES\":{\"ITEMS\":[{\"metadata\":{\"name\":\"x\"}}]},\"nodenames\":null}";
+  WireDecoder decoder;
+  const ExtenderArgs& args = decoder.decode_extender_args(body, schema());
+  CHECK(args.full_mode);
+  CHECK(args.pod.name == "p");
+  CHECK(args.node_names == std::vector<std::string_view>{"x"});
+  CHECK(equals_ignore_case("NodeNames", "nodenames"));
+  CHECK_FALSE(equals_ignore_case("Node", "Nodes"));
+}
+
+TEST_CASE("decode: the pod's GPU annotations, and limits standing in for requests") {
+  const std::string body = R"({"Pod":{"metadata":{"name":"p","annotations":{"gpu.nvidia.com/model":"A100",
+    "gpu.nvidia.com/memory":"40960"}},"spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":2}}}],
+    "initContainers":[{"resources":{"requests":{"custom.resource/aaa":"3"}}}]}},"NodeNames":[]})";
+  WireDecoder decoder;
+  const ExtenderArgs& args = decoder.decode_extender_args(body, schema());
+  CHECK(args.pod.gpu_model == std::optional<std::string_view>("A100"));
+  CHECK(args.pod.gpu_memory_mib == 40960);
+  CHECK(args.pod.gpus_milli() == 2000);  // a bare JSON number is a quantity too, as Go accepts it
+  CHECK(args.pod.requested(ViewSchema::kPackedResource) == 3000);
+  CHECK(args.node_names.empty());
+}
+
+TEST_CASE("decode: bad input is a DecodeError that names the field") {
+  CHECK(decode_error_of("") .find("malformed JSON") != std::string::npos);
+  CHECK(decode_error_of("{\"Pod\":") .find("malformed JSON") != std::string::npos);
+  CHECK(decode_error_of("[1,2]").find("expected a JSON object") != std::string::npos);
+  CHECK(decode_error_of("{\"Nodes\":null,\"NodeNames\":[]}") == "Pod: missing");
+  CHECK(decode_error_of("{\"Pod\":null,\"NodeNames\":[]}") == "Pod: must not be null");
+  CHECK(decode_error_of("{\"Pod\":" + kPod + "}") == "Nodes: neither Nodes nor NodeNames is given");
+  CHECK(decode_error_of("{\"Pod\":" + kPod + ",\"Nodes\":null,\"NodeNames\":null}") ==
+        "Nodes: neither Nodes nor NodeNames is given");
+  CHECK(decode_error_of("{\"Pod\":5,\"NodeNames\":[]}") == "Pod: expected an object");
+  CHECK(decode_error_of("{\"Pod\":" + kPod + ",\"NodeNames\":\"a\"}") == "NodeNames: expected an array of node names");
+  CHECK(decode_error_of("{\"Pod\":" + kPod + ",\"NodeNames\":[\"a\",7]}") == "NodeNames[1]: expected a string");
+  CHECK(decode_error_of("{\"Pod\":" + kPod + ",\"Nodes\":{\"items\":{}}}") == "Nodes.items: expected an array");
+  CHECK(decode_error_of("{\"Pod\":" + kPod + ",\"Nodes\":{\"items\":[{\"metadata\":{}}]}}") ==
+        "Nodes.items[0].metadata.name: missing");
+  CHECK(decode_error_of("{\"Pod\":" + kPod + ",\"pod\":" + kPod + ",\"NodeNames\":[]}") == "Pod: duplicate key");
+  CHECK(decode_error_of("{\"Pod\":" + kPod + ",\"NodeNames\":[]} {}") == "trailing content after the JSON value");
+  CHECK(decode_error_of("{\"Pod\":" + kPod + ",\"NodeNames\":[]} x").find("malformed JSON") == 0);
+}
+
+TEST_CASE("decode: a quantity that does not parse is named with its full path") {
+  const std::string node =
+      R"({"metadata":{"name":"n"},"status":{"allocatable":{"nvidia.com/gpu":"eight"}}})";
+  CHECK(decode_error_of("{\"Pod\":" + kPod + ",\"Nodes\":{\"items\":[{\"metadata\":{\"name\":\"ok\"}}," + node + "]}}") ==
+        "Nodes.items[1].status.allocatable.nvidia.com/gpu: invalid quantity \"eight\": no digits");
+  const std::string pod =
+      R"({"metadata":{"name":"p"},"spec":{"containers":[{"name":"a"},{"resources":{"requests":{"cpu":"1x"}}}]}})";
+  CHECK(decode_error_of("{\"Pod\":" + pod + ",\"NodeNames\":[]}") ==
+        "Pod.spec.containers[1].resources.requests.cpu: invalid quantity \"1x\": unknown suffix \"x\"");
+  const std::string annotated =
+      R"({"metadata":{"name":"p","annotations":{"gpu.nvidia.com/memory":"big"}},"spec":{}})";
+  CHECK(decode_error_of("{\"Pod\":" + annotated + ",\"NodeNames\":[]}").rfind(
+            "Pod.metadata.annotations.gpu.nvidia.com/memory: invalid quantity", 0) == 0);
+}
+
+TEST_CASE("decode: wrong types deep inside name the field") {
+  CHECK(decode_error_of(R"({"Pod":{"metadata":{"name":7}},"NodeNames":[]})") == "Pod.metadata.name: expected a string");
+  CHECK(decode_error_of(R"({"Pod":{"spec":{"containers":{}}},"NodeNames":[]})") ==
+        "Pod.spec.containers: expected an array");
+  CHECK(decode_error_of("{\"Pod\":" + kPod +
+                        R"(,"Nodes":{"items":[{"metadata":{"name":"n","labels":{"gpu.nvidia.com/model":1}}}]}})") ==
+        "Nodes.items[0].metadata.labels.gpu.nvidia.com/model: expected a string");
+}
+
+TEST_CASE("decode: deeply nested JSON neither crashes nor recurses") {
+  std::string nest(100000, '[');
+  nest += std::string(100000, ']');
+  // Where a node belongs: refused, naming the field.
+  CHECK(decode_error_of("{\"Pod\":" + kPod + ",\"Nodes\":{\"items\":[" + nest + "]}}") ==
+        "Nodes.items[0]: expected an object");
+  // In a field nobody reads: skipped without recursion (Go's decoder would read it too).
+  CHECK(decode_error_of("{\"Pod\":" + kPod + ",\"NodeNames\":[],\"x\":" + nest + "}") == "(no error)");
+}
+
+TEST_CASE("decode: binding args from kube-scheduler v1.26") {
+  WireDecoder decoder;
+  const BindingArgs args = decoder.decode_binding_args(fixture("full-mode/bind-3-request.json"));
+  CHECK(args.pod_name == "gpu-pod-1");
+  CHECK(args.pod_namespace == "default");
+  CHECK(args.node == "node-a");
+  CHECK_FALSE(args.pod_uid.empty());
+  CHECK_THROWS_WITH(decoder.decode_binding_args(R"({"PodName":"p","PodNamespace":"d"})"), "Node: missing");
+  CHECK_THROWS_WITH(decoder.decode_binding_args(R"({"PodName":1})"), "PodName: expected a string");
+}
+
+TEST_CASE("decode: a body without spare capacity is copied and still decoded") {
+  std::string body = fixture("node-cache-mode/filter-1-request.json");
+  body.shrink_to_fit();
+  WireDecoder decoder;
+  CHECK(decoder.decode_extender_args(body, schema()).node_names.size() == 3);
+}

@@ -1,0 +1,66 @@
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "gpu_extender/wire_encode.h"
+#include "test_support.h"
+
+using namespace gpu_extender;
+using nlohmann::json;
+
+TEST_CASE("encode: full-mode filter result echoes passing nodes byte for byte") {
+  const std::string body = test_support::fixture("full-mode/filter-1-request.json");
+  WireDecoder decoder;
+  const ExtenderArgs& args = decoder.decode_extender_args(body, test_support::default_policy()->schema());
+  std::vector<NodeVerdict> verdicts(3);
+  verdicts[1] = {Fit::kResolvable, "only 0 of 4 GPUs free", "gpuCount"};
+  verdicts[2] = {Fit::kUnresolvable, "gpu model \"T4\" does not match", "gpuModel"};
+  std::string out;
+  encode_filter_result(args, verdicts, out);
+
+  const json result = json::parse(out);
+  CHECK(result["Nodes"]["metadata"] == json::object());
+  REQUIRE(result["Nodes"]["items"].size() == 1);
+  CHECK(out.find(std::string(args.nodes[0].raw_json)) != std::string::npos);
+  CHECK(result["Nodes"]["items"][0] == json::parse(body)["Nodes"]["items"][0]);
+  CHECK(result["NodeNames"] == json::array({"node-a"}));
+  CHECK(result["FailedNodes"] == json({{"node-b", "only 0 of 4 GPUs free"}}));
+  CHECK(result["FailedAndUnresolvableNodes"] == json({{"node-c", "gpu model \"T4\" does not match"}}));
+  CHECK(result["Error"] == "");
+  // Go field order of ExtenderFilterResult.
+  CHECK(out.find("\"Nodes\"") < out.find("\"NodeNames\""));
+  CHECK(out.find("\"NodeNames\"") < out.find("\"FailedNodes\""));
+  CHECK(out.find("\"FailedNodes\"") < out.find("\"FailedAndUnresolvableNodes\""));
+  CHECK(out.find("\"FailedAndUnresolvableNodes\"") < out.find("\"Error\""));
+}
+
+TEST_CASE("encode: names-mode filter result has Nodes null") {
+  ExtenderArgs args;
+  args.node_names = {"a", "b"};
+  std::vector<NodeVerdict> verdicts(2);
+  verdicts[0] = {Fit::kUnresolvable, "no", "x"};
+  std::string out;
+  encode_filter_result(args, verdicts, out);
+  const json result = json::parse(out);
+  CHECK(result["Nodes"].is_null());
+  CHECK(result["NodeNames"] == json::array({"b"}));
+  CHECK(result["FailedAndUnresolvableNodes"] == json({{"a", "no"}}));
+  CHECK(result["FailedNodes"] == json::object());
+}
+
+TEST_CASE("encode: HostPriorityList, filter error, error object") {
+  std::vector<std::string_view> hosts{"a", "b\"q"};
+  std::vector<int64_t> scores{10, 0};
+  std::string out;
+  encode_host_priorities(hosts, scores, out);
+  CHECK(out == R"([{"Host":"a","Score":10},{"Host":"b\"q","Score":0}])");
+  out.clear();
+  encode_host_priorities({}, {}, out);
+  CHECK(out == "[]");
+  out.clear();
+  encode_filter_error("boom", out);
+  CHECK(json::parse(out)["Error"] == "boom");
+  CHECK(json::parse(out)["NodeNames"].is_null());
+  out.clear();
+  encode_error_object("", out);
+  CHECK(out == R"({"Error":""})");
+}
