@@ -70,16 +70,27 @@ void HttpService::install_routes() {
       std::string body;
       const size_t declared = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
       if (declared <= options_.max_body_bytes) body.reserve(declared + kJsonPadding);
-      read_content([&](const char* data, size_t length) {
+      const bool complete = read_content([&](const char* data, size_t length) {
         if (body.capacity() < body.size() + length + kJsonPadding) body.reserve((body.size() + length) * 2 + kJsonPadding);
         body.append(data, length);
         return true;
       });
       VerbSummary summary;
-      Reply reply = body.empty() ? Reply{400, {}} : ((*service_).*verb)(body, summary);
-      if (body.empty()) {
+      Reply reply;
+      if (!complete) {
+        // cpp-httplib stops reading past --max-body-bytes (and marks 413), or when the client goes away.
+        const bool too_large = res.status == 413 || declared > options_.max_body_bytes;
+        reply.status = too_large ? 413 : 400;
+        summary.error = too_large ? "request body larger than --max-body-bytes (" +
+                                        std::to_string(options_.max_body_bytes) + " bytes)"
+                                  : "request body could not be read completely";
+        encode_error_object(summary.error, reply.body);
+      } else if (body.empty()) {
+        reply.status = 400;
         summary.error = "empty request body: expected JSON";
         encode_error_object(summary.error, reply.body);
+      } else {
+        reply = ((*service_).*verb)(body, summary);
       }
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
       if (summary.error.empty()) {

@@ -1,0 +1,123 @@
+#pragma once
+// Runs the real gpu-extender binary for a test: on a free loopback port (--port 0, the port read from
+// its log), stopped with SIGTERM when the test ends.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace test_support {
+
+struct ProcessResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+// Runs the binary to completion (for flag and config checks).
+inline ProcessResult run_binary(const std::vector<std::string>& args) {
+  std::string command = std::string(GPU_EXTENDER_BINARY);
+  for (const auto& a : args) command += " '" + a + "'";
+  command += " 2>&1";
+  ProcessResult result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) throw std::runtime_error("popen failed");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) result.output.append(buf, n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+class ExtenderProcess {
+ public:
+  explicit ExtenderProcess(std::vector<std::string> extra_args = {}) {
+    int fds[2];
+    if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(fds[1], STDERR_FILENO);
+      dup2(fds[1], STDOUT_FILENO);
+      close(fds[0]);
+      close(fds[1]);
+      std::vector<std::string> args{GPU_EXTENDER_BINARY, "--address", "127.0.0.1", "--port", "0"};
+      args.insert(args.end(), extra_args.begin(), extra_args.end());
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    close(fds[1]);
+    log_fd_ = fds[0];
+    // Read the log all the time: a full pipe would block the server's logging.
+    reader_ = std::thread([this] {
+      char buf[4096];
+      ssize_t n;
+      while ((n = read(log_fd_, buf, sizeof buf)) > 0) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        log_.append(buf, static_cast<size_t>(n));
+      }
+    });
+    // Wait (bounded) for "listening on http://127.0.0.1:PORT".
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    const std::string marker = "listening on http://127.0.0.1:";
+    while (std::chrono::steady_clock::now() < deadline) {
+      const std::string text = log();
+      const size_t at = text.find(marker);
+      if (at != std::string::npos && text.find('\n', at) != std::string::npos) {
+        port_ = std::stoi(text.substr(at + marker.size()));
+        return;
+      }
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        reader_.join();
+        close(log_fd_);
+        throw std::runtime_error("gpu-extender exited at start: " + log());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    stop();
+    throw std::runtime_error("gpu-extender did not start listening: " + log());
+  }
+
+  ~ExtenderProcess() { stop(); }
+
+  // SIGTERM, then the exit code (0 is a clean stop).
+  int stop() {
+    if (pid_ <= 0) return exit_code_;
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    reader_.join();  // EOF once the process is gone
+    close(log_fd_);
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return exit_code_;
+  }
+
+  int port() const { return port_; }
+  std::string log() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return log_;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int log_fd_ = -1;
+  int port_ = 0;
+  int exit_code_ = -1;
+  std::mutex mutex_;
+  std::string log_;
+  std::thread reader_;
+};
+
+}  // namespace test_support

@@ -1,0 +1,290 @@
+// The real binary over loopback HTTP: the bodies a v1.26 scheduler sent, the samples the README uses,
+// generated 100-node clusters, and every kind of bad input.
+#include <httplib.h>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "../unit/test_support.h"
+#include "extender_process.h"
+
+using nlohmann::json;
+using test_support::ExtenderProcess;
+
+namespace {
+
+httplib::Result post(ExtenderProcess& p, const std::string& path, const std::string& body) {
+  httplib::Client client("127.0.0.1", p.port());
+  client.set_read_timeout(std::chrono::seconds(30));
+  return client.Post(path.c_str(), body, "application/json");
+}
+
+// Every node of the request is answered exactly once, passing nodes are echoed byte for byte, and
+// Nodes.items and NodeNames agree.
+void check_filter_answer(const std::string& request, const std::string& response) {
+  const json in = json::parse(request);
+  const json out = json::parse(response);
+  REQUIRE(out["Error"] == "");
+  std::set<std::string> answered;
+  for (const auto& name : out["NodeNames"]) CHECK(answered.insert(name.get<std::string>()).second);
+  for (const auto& [name, reason] : out["FailedNodes"].items()) {
+    CHECK(answered.insert(name).second);
+    CHECK_FALSE(reason.get<std::string>().empty());
+  }
+  for (const auto& [name, reason] : out["FailedAndUnresolvableNodes"].items()) {
+    CHECK(answered.insert(name).second);
+    CHECK_FALSE(reason.get<std::string>().empty());
+  }
+  if (in["Nodes"].is_null()) {
+    CHECK(answered.size() == in["NodeNames"].size());
+    return;
+  }
+  CHECK(answered.size() == in["Nodes"]["items"].size());
+  REQUIRE(out["Nodes"]["items"].size() == out["NodeNames"].size());
+  std::map<std::string, json> sent;
+  for (const auto& node : in["Nodes"]["items"]) sent[node["metadata"]["name"]] = node;
+  for (size_t i = 0; i < out["Nodes"]["items"].size(); ++i) {
+    const json& node = out["Nodes"]["items"][i];
+    CHECK(node["metadata"]["name"] == out["NodeNames"][i]);
+    CHECK(node == sent.at(node["metadata"]["name"]));
+  }
+  // Byte for byte: each passing node's bytes, as they stand in the request, stand in the answer.
+  // ordered_json keeps key order, so on compact input its dump is the node's original bytes.
+  const auto ordered = nlohmann::ordered_json::parse(request);
+  const auto names = out["NodeNames"];
+  for (const auto& node : ordered["Nodes"]["items"]) {
+    const std::string bytes = node.dump();
+    REQUIRE(request.find(bytes) != std::string::npos);  // the check itself is sound for this input
+    const bool passed = std::find(names.begin(), names.end(), node["metadata"]["name"]) != names.end();
+    CHECK((response.find(bytes) != std::string::npos) == passed);
+  }
+}
+
+std::string generate(const std::string& args) {
+  const std::string generator = std::string(GPU_EXTENDER_SHARED_DIR) + "/bench/gen_extender_args.py";
+  const std::string out = "/tmp/gpu-extender-test-" + std::to_string(getpid()) + ".json";
+  const int rc = std::system(("python3 " + generator + " " + args + " --out " + out + " 2>/dev/null").c_str());
+  REQUIRE(rc == 0);
+  std::string body = test_support::read_file(out);
+  std::remove(out.c_str());
+  return body;
+}
+
+}  // namespace
+
+TEST_CASE("http: full-mode filter and prioritize, as kube-scheduler v1.26 sent them") {
+  ExtenderProcess p;
+  const std::string filter_body = test_support::fixture("full-mode/filter-1-request.json");
+  auto res = post(p, "/filter", filter_body);
+  REQUIRE(res);
+  CHECK(res->status == 200);
+  CHECK(res->get_header_value("Content-Type") == "application/json");
+  check_filter_answer(filter_body, res->body);
+  // The fixture's nodes, in the compact form the scheduler wrote them, are echoed unchanged.
+  const json out = json::parse(res->body);
+  CHECK(out["NodeNames"] == json::array({"node-a", "node-b", "node-c"}));
+
+  res = post(p, "/prioritize", test_support::fixture("full-mode/prioritize-2-request.json"));
+  REQUIRE(res);
+  CHECK(res->status == 200);
+  const json scores = json::parse(res->body);
+  REQUIRE(scores.size() == 3);
+  for (const auto& s : scores) CHECK((s["Score"] >= 0 && s["Score"] <= 10));
+  CHECK(p.log().find("verb=prioritize pod=default/gpu-pod-1 nodes_in=3") != std::string::npos);
+}
+
+TEST_CASE("http: names mode without a node cache answers a clear Error, never a guess") {
+  ExtenderProcess p;
+  auto res = post(p, "/filter", test_support::fixture("node-cache-mode/filter-1-request.json"));
+  REQUIRE(res);
+  CHECK(res->status == 200);
+  const json out = json::parse(res->body);
+  CHECK(out["Error"].get<std::string>().find("nodeCacheCapable") != std::string::npos);
+  CHECK(out["NodeNames"].is_null());
+  res = post(p, "/prioritize", test_support::fixture("node-cache-mode/prioritize-2-request.json"));
+  REQUIRE(res);
+  CHECK(res->status == 503);
+  CHECK(json::parse(res->body)["Error"].get<std::string>().find("nodeCacheCapable") != std::string::npos);
+}
+
+TEST_CASE("http: the README samples") {
+  ExtenderProcess p;
+  auto res = post(p, "/filter", test_support::sample("filter-gpu-full.json"));
+  REQUIRE(res);
+  check_filter_answer(test_support::sample("filter-gpu-full.json"), res->body);
+  const json out = json::parse(res->body);
+  CHECK(out["NodeNames"] == json::array({"a100-8g", "a100-2g", "a100-80g-4g"}));
+  CHECK(out["FailedAndUnresolvableNodes"]["t4-4g"] == "gpu model T4 does not match requested A100");
+
+  res = post(p, "/bind", test_support::sample("bind.json"));
+  REQUIRE(res);
+  CHECK(res->status == 200);
+  CHECK(json::parse(res->body)["Error"].get<std::string>().find("no Kubernetes API access") != std::string::npos);
+}
+
+TEST_CASE("http: the aaa/bbb example with a pods snapshot") {
+  ExtenderProcess p({"--pods-snapshot", test_support::source_path("extender-config/samples/pods-aaa-start.json")});
+  auto res = post(p, "/prioritize", test_support::sample("filter-aaa-full.json"));
+  REQUIRE(res);
+  std::map<std::string, int> score;
+  for (const auto& s : json::parse(res->body)) score[s["Host"]] = s["Score"];
+  CHECK(score.at("master") > score.at("worker1"));
+  res = post(p, "/filter", test_support::sample("filter-aaa-full.json"));
+  REQUIRE(res);
+  CHECK(json::parse(res->body)["FailedAndUnresolvableNodes"].contains("worker2"));
+}
+
+TEST_CASE("http: generated 100-node clusters, full and names mode, GPU and aaa pods") {
+  ExtenderProcess p;
+  for (const std::string pod : {"gpu", "aaa", "plain"}) {
+    INFO("pod " << pod);
+    const std::string body = generate("--nodes 100 --pod " + pod + " --managed-fields --seed 3");
+    auto res = post(p, "/filter", body);
+    REQUIRE(res);
+    REQUIRE(res->status == 200);
+    check_filter_answer(body, res->body);
+    const json out = json::parse(res->body);
+    // Every 10 nodes hold one with bbb: none of them may pass.
+    for (const auto& node : out["Nodes"]["items"])
+      CHECK_FALSE(node["status"]["allocatable"].contains("custom.resource/bbb"));
+
+    res = post(p, "/prioritize", body);
+    REQUIRE(res);
+    REQUIRE(res->status == 200);
+    const json scores = json::parse(res->body);
+    CHECK(scores.size() == 100);
+    for (const auto& s : scores) CHECK((s["Score"] >= 0 && s["Score"] <= 10));
+  }
+}
+
+TEST_CASE("http: bad input gets a 4xx whose Error names the field, and the server goes on") {
+  ExtenderProcess p({"--max-body-bytes", "65536"});
+  const std::string pod = R"({"metadata":{"name":"p","namespace":"d"},"spec":{}})";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{\"Pod\":", "malformed JSON"},
+      {"not json", "expected a JSON object"},
+      {"[]", "expected a JSON object"},
+      {"{\"NodeNames\":[]}", "Pod: missing"},
+      {"{\"Pod\":" + pod + "}", "Nodes: neither Nodes nor NodeNames"},
+      {"{\"Pod\":" + pod + ",\"Nodes\":[]}", "Nodes: expected an object"},
+      {"{\"Pod\":\"x\",\"NodeNames\":[]}", "Pod: expected an object"},
+      {"{\"Pod\":" + pod + ",\"NodeNames\":[1]}", "NodeNames[0]: expected a string"},
+      {"{\"Pod\":" + pod +
+           R"(,"Nodes":{"items":[{"metadata":{"name":"n"},"status":{"capacity":{"nvidia.com/gpu":"1.2.3"}}}]}})",
+       "Nodes.items[0].status.capacity.nvidia.com/gpu: invalid quantity"},
+      {"", "empty request body"},
+  };
+  for (const std::string verb : {"/filter", "/prioritize"}) {
+    for (const auto& [body, error] : cases) {
+      INFO(verb << " " << body);
+      auto res = post(p, verb, body);
+      REQUIRE(res);
+      CHECK(res->status == 400);
+      CHECK(json::parse(res->body)["Error"].get<std::string>().find(error) != std::string::npos);
+    }
+  }
+  auto res = post(p, "/bind", R"({"PodName":"p"})");
+  REQUIRE(res);
+  CHECK(res->status == 400);
+  CHECK(json::parse(res->body)["Error"] == "PodNamespace: missing");
+
+  res = post(p, "/filter", std::string(70000, ' '));
+  REQUIRE(res);
+  CHECK(res->status == 413);
+  CHECK(json::parse(res->body)["Error"].get<std::string>().find("--max-body-bytes") != std::string::npos);
+
+  httplib::Client client("127.0.0.1", p.port());
+  auto health = client.Get("/healthz");
+  REQUIRE(health);
+  CHECK(health->status == 200);
+  CHECK(p.stop() == 0);
+}
+
+TEST_CASE("http: unknown paths 404 and wrong methods 405, with JSON bodies") {
+  ExtenderProcess p;
+  httplib::Client client("127.0.0.1", p.port());
+  auto res = client.Get("/nothing");
+  REQUIRE(res);
+  CHECK(res->status == 404);
+  CHECK(json::parse(res->body)["Error"].get<std::string>().find("/nothing") != std::string::npos);
+  res = client.Get("/filter");
+  REQUIRE(res);
+  CHECK(res->status == 405);
+  CHECK(res->get_header_value("Allow") == "POST");
+  CHECK(json::parse(res->body).contains("Error"));
+  res = client.Post("/healthz", "{}", "application/json");
+  REQUIRE(res);
+  CHECK(res->status == 405);
+  CHECK(res->get_header_value("Allow") == "GET");
+  for (const char* path : {"/healthz", "/readyz", "/version"}) {
+    res = client.Get(path);
+    REQUIRE(res);
+    CHECK(res->status == 200);
+    CHECK_NOTHROW(json::parse(res->body));
+  }
+  CHECK(json::parse(client.Get("/version")->body)["policy"] == "embedded default policy");
+}
+
+TEST_CASE("http: answers are not gzipped even when the scheduler accepts gzip") {
+  ExtenderProcess p;
+  httplib::Client client("127.0.0.1", p.port());
+  httplib::Headers headers{{"Accept-Encoding", "gzip"}};
+  const std::string body = test_support::fixture("full-mode/filter-1-request.json");
+  auto res = client.Post("/filter", headers, body, "application/json");
+  REQUIRE(res);
+  CHECK(res->get_header_value("Content-Encoding").empty());
+  check_filter_answer(body, res->body);
+}
+
+TEST_CASE("http: concurrent requests on kept-alive connections all succeed") {
+  ExtenderProcess p;
+  const std::string body = test_support::sample("filter-gpu-full.json");
+  std::atomic<int> ok{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 8; ++t) {
+    clients.emplace_back([&] {
+      httplib::Client client("127.0.0.1", p.port());
+      client.set_keep_alive(true);
+      for (int i = 0; i < 25; ++i) {
+        auto res = client.Post("/filter", body, "application/json");
+        if (res && res->status == 200 && json::parse(res->body)["NodeNames"].size() == 3) ++ok;
+      }
+    });
+  }
+  for (auto& c : clients) c.join();
+  CHECK(ok == 200);
+}
+
+TEST_CASE("binary: flags, policy files and --check-config") {
+  using test_support::run_binary;
+  auto r = run_binary({"--version"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.rfind("gpu-extender ", 0) == 0);
+  r = run_binary({"--help"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("--max-body-bytes") != std::string::npos);
+  r = run_binary({"--bogus"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("unknown flag --bogus") != std::string::npos);
+  r = run_binary({"--port", "-1"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("--port") != std::string::npos);
+  r = run_binary({"--policy", "/nonexistent.yaml"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("/nonexistent.yaml: cannot be read") != std::string::npos);
+
+  const std::string bad_policy = "/tmp/gpu-extender-bad-policy-" + std::to_string(getpid()) + ".yaml";
+  {
+    std::ofstream(bad_policy) << "scorers:\n  - name: gpuFit\n    weight: heavy\n";
+  }
+  r = run_binary({"--policy", bad_policy});
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("scorers[0].weight: expected a whole number") != std::string::npos);
+  std::remove(bad_policy.c_str());
+
+  r = run_binary({"--check-config", "--policy", test_support::source_path("extender-config/policy.yaml"),
+                  "--pods-snapshot", test_support::source_path("extender-config/samples/pods-aaa-start.json")});
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("configuration ok") != std::string::npos);
+}
