@@ -191,7 +191,7 @@ std::optional<int64_t> parse_mebibytes(std::string_view text, std::string* error
   }
   const bool plain_number = !text.empty() && text.back() >= '0' && text.back() <= '9';
   if (plain_number) return milli_to_units_ceil(*q.milli);
-  constexpr int64_t kMiB = 1024 * 1024;
+  constexpr int64_t kMiB = int64_t{1024} * 1024;
   const int64_t bytes = milli_to_units_ceil(*q.milli);
   return bytes / kMiB + (bytes % kMiB != 0 ? 1 : 0);
 }

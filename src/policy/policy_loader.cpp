@@ -20,13 +20,16 @@ class Reader {
     throw PolicyError(source_ + ": " + (key.empty() ? "" : key + ": ") + what);
   }
 
-  void only_keys(const YAML::Node& map, const std::string& where, std::set<std::string> allowed) const {
+  void only_keys(const YAML::Node& map, const std::string& where, const std::set<std::string>& allowed) const {
     if (!map.IsMap()) fail(where, "expected a mapping");
     for (const auto& entry : map) {
       const std::string key = entry.first.as<std::string>();
       if (!allowed.count(key)) {
         std::string known;
-        for (const auto& k : allowed) known += (known.empty() ? "" : ", ") + k;
+        for (const auto& k : allowed) {
+          if (!known.empty()) known += ", ";
+          known += k;
+        }
         fail(where.empty() ? key : where + "." + key, "unknown key (known: " + known + ")");
       }
     }

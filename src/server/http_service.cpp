@@ -160,7 +160,7 @@ void HttpService::install_routes() {
     }
     return httplib::Server::HandlerResponse::Handled;
   }));
-  svr.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+  svr.set_exception_handler([](const httplib::Request& req, httplib::Response& res, const std::exception_ptr& ep) {
     std::string what = "unknown error";
     try {
       std::rethrow_exception(ep);

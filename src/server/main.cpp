@@ -5,6 +5,7 @@
 #include <iostream>
 #include <pthread.h>
 #include <thread>
+#include <unistd.h>
 
 #include "gpu_extender/build_info.h"
 #include "gpu_extender/cli_options.h"
@@ -83,11 +84,10 @@ int main(int argc, char** argv) {
   });
   spdlog::info("gpu-extender {} listening on http://{}:{}", version(), options.address, http.port());
   const bool ok = http.serve();
-  if (signal_waiter.joinable()) {
-    // serve() returned without a signal (a listen failure): wake the waiter so it can exit.
-    pthread_kill(signal_waiter.native_handle(), SIGTERM);
-    signal_waiter.join();
-  }
+  // serve() may return without a signal (a listen failure): send ourselves one so the waiter exits.
+  // SIGTERM is blocked in every thread, so it only reaches the waiter's sigwait.
+  kill(getpid(), SIGTERM);
+  signal_waiter.join();
   spdlog::info("stopped");
   return ok ? 0 : 1;
 }

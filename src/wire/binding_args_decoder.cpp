@@ -38,7 +38,7 @@ void WireDecoder::decode_pod_list(const std::string& body, const ViewSchema& sch
     size_t index = 0;
     for (auto item : take(items.get_array(), "items", "an array")) {
       try {
-        decode_pod(take(std::move(item), "", "a pod object"), schema, pod, impl_->pod_scratch);
+        decode_pod(take(item, "", "a pod object"), schema, pod, impl_->pod_scratch);
       } catch (DecodeError& e) {
         throw e.within("items[" + std::to_string(index) + "]");
       }

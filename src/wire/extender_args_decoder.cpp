@@ -22,7 +22,7 @@ std::string_view value_bytes(const char* start, const char* next_token) {
 }
 
 void decode_node_list(od::document& doc, od::value nodes, const ViewSchema& schema, ExtenderArgs& args) {
-  for (auto f : take_object(std::move(nodes), "Nodes")) {
+  for (auto f : take_object(nodes, "Nodes")) {
     std::string_view key = field_key(f, "Nodes");
     if (!equals_ignore_case(key, "items")) continue;
     od::value items = take(f.value(), "Nodes.items", "an array");
@@ -31,7 +31,7 @@ void decode_node_list(od::document& doc, od::value nodes, const ViewSchema& sche
     for (auto item : take(items.get_array(), "Nodes.items", "an array")) {
       NodeView& node = args.nodes.emplace_back();
       try {
-        od::value v = take(std::move(item), "", "a node object");
+        od::value v = take(item, "", "a node object");
         const char* start = v.raw_json_token().data();
         decode_node(v, schema, node);
         const char* next = take(doc.current_location(), "", "more JSON after the node");

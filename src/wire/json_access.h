@@ -23,18 +23,23 @@ namespace od = simdjson::ondemand;
 
 // Unwraps a simdjson result or throws a DecodeError for `field`.
 template <typename T>
-T take(simdjson::simdjson_result<T>&& result, std::string_view field, std::string_view expected) {
+T take(simdjson::simdjson_result<T> result, std::string_view field, std::string_view expected) {
   T value;
-  if (auto error = std::move(result).get(value)) throw_json_error(field, error, expected);
+  // get() is rvalue-only in simdjson: the move selects it (the type is trivially copyable).
+  if (auto error = std::move(result).get(value)) throw_json_error(field, error, expected);  // NOLINT(performance-move-const-arg)
   return value;
 }
 
-inline od::object take_object(simdjson::simdjson_result<od::value>&& v, std::string_view field) {
-  return take(std::move(v).get_object(), field, "an object");
+inline od::object take_object(simdjson::simdjson_result<od::value> v, std::string_view field) {
+  return take(v.get_object(), field, "an object");
 }
 
-inline std::string_view take_string(simdjson::simdjson_result<od::value>&& v, std::string_view field) {
-  return take(std::move(v).get_string(), field, "a string");
+inline od::object take_object(od::value& v, std::string_view field) {
+  return take(v.get_object(), field, "an object");
+}
+
+inline std::string_view take_string(simdjson::simdjson_result<od::value> v, std::string_view field) {
+  return take(v.get_string(), field, "a string");
 }
 
 inline std::string_view field_key(simdjson::simdjson_result<od::field>& f, std::string_view where) {

@@ -32,7 +32,7 @@ int64_t decode_quantity(od::value v, std::string_view field) {
 template <size_t N>
 void decode_string_map(od::value map, const std::array<const std::string*, N>& keys,
                        std::array<std::optional<std::string_view>, N>& out) {
-  od::object obj = take_object(std::move(map), "");
+  od::object obj = take_object(map, "");
   for (auto f : obj) {
     std::string_view key = field_key(f, "");
     for (size_t i = 0; i < N; ++i) {
@@ -49,13 +49,13 @@ void decode_string_map(od::value map, const std::array<const std::string*, N>& k
 }
 
 void decode_container(od::value container, const ViewSchema& schema, ContainerResources& out, bool init) {
-  od::object obj = take_object(std::move(container), "");
+  od::object obj = take_object(container, "");
   for (auto f : obj) {
     std::string_view key = field_key(f, "");
     if (equals_ignore_case(key, "resources")) {
       od::value resources = take(f.value(), "resources", "an object");
       if (take_null(resources, "resources")) continue;
-      for (auto r : take_object(std::move(resources), "resources")) {
+      for (auto r : take_object(resources, "resources")) {
         std::string_view rkey = field_key(r, "resources");
         const bool requests = equals_ignore_case(rkey, "requests");
         if (!requests && !equals_ignore_case(rkey, "limits")) continue;
@@ -81,7 +81,7 @@ void decode_containers(od::value list, const ViewSchema& schema, std::vector<Con
   for (auto item : arr) {
     out.emplace_back();
     try {
-      decode_container(take(std::move(item), "", "an object"), schema, out.back(), init);
+      decode_container(take(item, "", "an object"), schema, out.back(), init);
     } catch (DecodeError& e) {
       throw e.within(std::string(name) + "[" + std::to_string(out.size() - 1) + "]");
     }
@@ -89,7 +89,7 @@ void decode_containers(od::value list, const ViewSchema& schema, std::vector<Con
 }
 
 void decode_pod_metadata(od::value metadata, const ViewSchema& schema, PodRequest& out) {
-  for (auto f : take_object(std::move(metadata), "")) {
+  for (auto f : take_object(metadata, "")) {
     std::string_view key = field_key(f, "");
     if (equals_ignore_case(key, "name")) {
       out.name = take_string(f.value(), "name");
@@ -120,7 +120,7 @@ void decode_pod_metadata(od::value metadata, const ViewSchema& schema, PodReques
 }  // namespace
 
 void decode_resource_list(od::value list, const ResourceTable& table, ResourceAmounts& out, bool validate_all) {
-  for (auto f : take_object(std::move(list), "")) {
+  for (auto f : take_object(list, "")) {
     std::string_view key = field_key(f, "");
     const int index = table.index_of(key);
     if (index < 0 && !validate_all) continue;
@@ -135,7 +135,7 @@ void decode_pod(od::value pod, const ViewSchema& schema, PodRequest& out, PodScr
   ResourceAmounts overhead;
   scratch.containers.clear();
   scratch.init_containers.clear();
-  for (auto f : take_object(std::move(pod), "")) {
+  for (auto f : take_object(pod, "")) {
     std::string_view key = field_key(f, "");
     if (equals_ignore_case(key, "metadata")) {
       try {
@@ -172,7 +172,7 @@ void decode_pod(od::value pod, const ViewSchema& schema, PodRequest& out, PodScr
     } else if (equals_ignore_case(key, "status")) {
       od::value status = take(f.value(), "status", "an object");
       if (take_null(status, "status")) continue;
-      for (auto s : take_object(std::move(status), "status")) {
+      for (auto s : take_object(status, "status")) {
         if (equals_ignore_case(field_key(s, "status"), "phase")) out.phase = take_string(s.value(), "status.phase");
       }
     }
@@ -186,7 +186,7 @@ void decode_pod(od::value pod, const ViewSchema& schema, PodRequest& out, PodScr
 
 void decode_node(od::value node, const ViewSchema& schema, NodeView& out) {
   out = NodeView{};
-  for (auto f : take_object(std::move(node), "")) {
+  for (auto f : take_object(node, "")) {
     std::string_view key = field_key(f, "");
     if (equals_ignore_case(key, "metadata")) {
       for (auto m : take_object(f.value(), "metadata")) {
@@ -223,7 +223,7 @@ void decode_node(od::value node, const ViewSchema& schema, NodeView& out) {
     } else if (equals_ignore_case(key, "status")) {
       od::value status = take(f.value(), "status", "an object");
       if (take_null(status, "status")) continue;
-      for (auto s : take_object(std::move(status), "status")) {
+      for (auto s : take_object(status, "status")) {
         std::string_view skey = field_key(s, "status");
         const bool capacity = equals_ignore_case(skey, "capacity");
         if (!capacity && !equals_ignore_case(skey, "allocatable")) continue;
