@@ -2,16 +2,19 @@
 // The extender verbs as functions of a request body: decode, call the policy, encode. No HTTP here,
 // so tests and benchmarks call the same code the server runs.
 //
-// Thread-safe: any number of threads may call the verbs at once; each thread keeps its own decoder and
-// buffers (thread_local), and the policy and usage source are shared read-only.
+// Thread-safe: any number of threads may call handle() at once; each call works in its own Workspace,
+// and the policy and usage source are shared read-only.
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "gpu_extender/policy.h"
 #include "gpu_extender/usage_source.h"
+#include "gpu_extender/workspace.h"
 
 namespace gpu_extender {
+
+enum class Verb { kFilter, kPrioritize, kBind };
 
 struct Reply {
   int status = 200;
@@ -31,16 +34,23 @@ class ExtenderService {
  public:
   ExtenderService(std::shared_ptr<const Policy> policy, std::shared_ptr<const UsageSource> usage);
 
-  Reply filter(const std::string& body, VerbSummary& summary) const;
-  Reply prioritize(const std::string& body, VerbSummary& summary) const;
-  Reply bind(const std::string& body, VerbSummary& summary) const;
+  // Handles the request in workspace.body; the answer goes to workspace.answer. Returns the HTTP status.
+  int handle(Verb verb, Workspace& workspace, VerbSummary& summary) const;
+  // The same for a body held elsewhere (tests, tools): copied into a pooled workspace first.
+  Reply handle(Verb verb, std::string_view body, VerbSummary& summary) const;
 
+  WorkspacePool& workspaces() const { return workspaces_; }
   const Policy& policy() const { return *policy_; }
   const UsageSource& usage() const { return *usage_; }
 
  private:
+  int filter(Workspace& ws, VerbSummary& summary) const;
+  int prioritize(Workspace& ws, VerbSummary& summary) const;
+  int bind(Workspace& ws, VerbSummary& summary) const;
+
   std::shared_ptr<const Policy> policy_;
   std::shared_ptr<const UsageSource> usage_;
+  mutable WorkspacePool workspaces_;
 };
 
 }  // namespace gpu_extender

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <thread>
 
 #include "gpu_extender/extender_service.h"
 #include "gpu_extender/wire.h"
@@ -7,33 +8,18 @@
 namespace gpu_extender {
 namespace {
 
-// Per-thread state reused across requests: the parser's buffers and the per-node vectors.
-struct Scratch {
-  WireDecoder decoder;
-  std::vector<NodeInput> inputs;
-  std::vector<NodeVerdict> verdicts;
-  ScoreSheet sheet;
-};
-
-Scratch& scratch() {
-  thread_local Scratch s;
-  return s;
-}
-
 constexpr std::string_view kNoNodeCache =
     "NodeNames mode (nodeCacheCapable: true) needs the extender's own node cache, which this extender does "
     "not have: configure the scheduler with nodeCacheCapable: false so that it sends full Node objects";
 
-Reply error_reply(int status, std::string_view message, VerbSummary& summary) {
-  Reply reply{status, {}};
-  encode_error_object(message, reply.body);
+int fail(Workspace& ws, int status, std::string_view message, VerbSummary& summary) {
+  ws.answer.clear();
+  encode_error_object(message, ws.answer);
   summary.error = std::string(message);
-  return reply;
+  return status;
 }
 
-std::string pod_label(const PodRequest& pod) {
-  return std::string(pod.ns) + "/" + std::string(pod.name);
-}
+std::string pod_label(const PodRequest& pod) { return std::string(pod.ns) + "/" + std::string(pod.name); }
 
 void collect_inputs(const ExtenderArgs& args, const UsageSource& usage, std::vector<NodeInput>& inputs) {
   inputs.clear();
@@ -55,70 +41,80 @@ std::string describe_top_scores(const ExtenderArgs& args, const std::vector<int6
   return out;
 }
 
+size_t idle_workspaces_to_keep() { return std::max(2U, std::thread::hardware_concurrency()); }
+
 }  // namespace
 
 ExtenderService::ExtenderService(std::shared_ptr<const Policy> policy, std::shared_ptr<const UsageSource> usage)
-    : policy_(std::move(policy)), usage_(std::move(usage)) {}
+    : policy_(std::move(policy)), usage_(std::move(usage)), workspaces_(idle_workspaces_to_keep()) {}
 
-Reply ExtenderService::filter(const std::string& body, VerbSummary& summary) const {
-  Scratch& s = scratch();
+int ExtenderService::handle(Verb verb, Workspace& ws, VerbSummary& summary) const {
+  ws.answer.clear();
   try {
-    const ExtenderArgs& args = s.decoder.decode_extender_args(body, policy_->schema());
-    summary.pod = pod_label(args.pod);
-    summary.nodes_in = args.node_names.size();
-    Reply reply;
-    if (!args.full_mode) {
-      encode_filter_error(kNoNodeCache, reply.body);
-      summary.error = std::string(kNoNodeCache);
-      return reply;
+    switch (verb) {
+      case Verb::kFilter: return filter(ws, summary);
+      case Verb::kPrioritize: return prioritize(ws, summary);
+      case Verb::kBind: return bind(ws, summary);
     }
-    collect_inputs(args, *usage_, s.inputs);
-    policy_->filter(args.pod, s.inputs, s.verdicts);
-    summary.nodes_out = static_cast<size_t>(
-        std::count_if(s.verdicts.begin(), s.verdicts.end(), [](const NodeVerdict& v) { return v.passed(); }));
-    encode_filter_result(args, s.verdicts, reply.body);
-    return reply;
   } catch (const DecodeError& e) {
-    return error_reply(400, e.what(), summary);
+    return fail(ws, 400, e.what(), summary);
   }
+  return fail(ws, 500, "unknown verb", summary);
 }
 
-Reply ExtenderService::prioritize(const std::string& body, VerbSummary& summary) const {
-  Scratch& s = scratch();
-  try {
-    const ExtenderArgs& args = s.decoder.decode_extender_args(body, policy_->schema());
-    summary.pod = pod_label(args.pod);
-    summary.nodes_in = args.node_names.size();
-    // HostPriorityList has no Error field: a request that cannot be scored is answered with a status
-    // (the scheduler ignores a failed prioritize and keeps its own scores).
-    if (!args.full_mode) return error_reply(503, kNoNodeCache, summary);
-    collect_inputs(args, *usage_, s.inputs);
-    policy_->score(args.pod, s.inputs, s.sheet);
-    Reply reply;
-    encode_host_priorities(args.node_names, s.sheet.final, reply.body);
-    summary.nodes_out = args.node_names.size();
-    summary.top_scores = describe_top_scores(args, s.sheet.final);
-    return reply;
-  } catch (const DecodeError& e) {
-    return error_reply(400, e.what(), summary);
-  }
+Reply ExtenderService::handle(Verb verb, std::string_view body, VerbSummary& summary) const {
+  std::shared_ptr<Workspace> ws = workspaces_.acquire();
+  ws->body.reserve(body.size() + kJsonPadding);
+  ws->body.assign(body);
+  Reply reply;
+  reply.status = handle(verb, *ws, summary);
+  reply.body = ws->answer;
+  return reply;
 }
 
-Reply ExtenderService::bind(const std::string& body, VerbSummary& summary) const {
-  try {
-    const BindingArgs args = scratch().decoder.decode_binding_args(body);
-    summary.pod = args.pod_namespace + "/" + args.pod_name;
-    summary.nodes_in = 1;
-    Reply reply;
-    const std::string error = "cannot bind " + summary.pod + " to " + args.node +
-                              ": this extender has no Kubernetes API access configured; remove bindVerb from "
-                              "the scheduler's extender configuration or give the extender API access";
-    encode_error_object(error, reply.body);
-    summary.error = error;
-    return reply;
-  } catch (const DecodeError& e) {
-    return error_reply(400, e.what(), summary);
+int ExtenderService::filter(Workspace& ws, VerbSummary& summary) const {
+  const ExtenderArgs& args = ws.decoder.decode_extender_args(ws.body, policy_->schema());
+  summary.pod = pod_label(args.pod);
+  summary.nodes_in = args.node_names.size();
+  if (!args.full_mode) {
+    // ExtenderFilterResult has an Error field, and the scheduler logs it (it drops non-200 bodies).
+    encode_filter_error(kNoNodeCache, ws.answer);
+    summary.error = std::string(kNoNodeCache);
+    return 200;
   }
+  collect_inputs(args, *usage_, ws.inputs);
+  policy_->filter(args.pod, ws.inputs, ws.verdicts);
+  summary.nodes_out = static_cast<size_t>(
+      std::count_if(ws.verdicts.begin(), ws.verdicts.end(), [](const NodeVerdict& v) { return v.passed(); }));
+  encode_filter_result(args, ws.verdicts, ws.answer);
+  return 200;
+}
+
+int ExtenderService::prioritize(Workspace& ws, VerbSummary& summary) const {
+  const ExtenderArgs& args = ws.decoder.decode_extender_args(ws.body, policy_->schema());
+  summary.pod = pod_label(args.pod);
+  summary.nodes_in = args.node_names.size();
+  // HostPriorityList has no Error field: a request that cannot be scored is answered with a status
+  // (the scheduler ignores a failed prioritize and keeps its own scores).
+  if (!args.full_mode) return fail(ws, 503, kNoNodeCache, summary);
+  collect_inputs(args, *usage_, ws.inputs);
+  policy_->score(args.pod, ws.inputs, ws.sheet);
+  encode_host_priorities(args.node_names, ws.sheet.final, ws.answer);
+  summary.nodes_out = args.node_names.size();
+  summary.top_scores = describe_top_scores(args, ws.sheet.final);
+  return 200;
+}
+
+int ExtenderService::bind(Workspace& ws, VerbSummary& summary) const {
+  const BindingArgs args = ws.decoder.decode_binding_args(ws.body);
+  summary.pod = args.pod_namespace + "/" + args.pod_name;
+  summary.nodes_in = 1;
+  const std::string error = "cannot bind " + summary.pod + " to " + args.node +
+                            ": this extender has no Kubernetes API access configured; remove bindVerb from "
+                            "the scheduler's extender configuration or give the extender API access";
+  encode_error_object(error, ws.answer);
+  summary.error = error;
+  return 200;
 }
 
 }  // namespace gpu_extender

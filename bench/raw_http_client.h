@@ -1,0 +1,106 @@
+#pragma once
+// A minimal HTTP/1.1 keep-alive client over a plain socket, for benchmarks: the request is built once
+// and sent with large writes, the answer read with large reads into a reused buffer, so the figures
+// measure the server, not the client. Not a general HTTP client (no chunked encoding).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+
+namespace bench {
+
+class RawHttpClient {
+ public:
+  RawHttpClient(const std::string& host, int port, const std::string& path, const std::string& body,
+                const std::string& extra_headers = "")
+      : host_(host), port_(port) {
+    request_ = "POST " + path + " HTTP/1.1\r\nHost: " + host + ":" + std::to_string(port) +
+               "\r\nUser-Agent: gpu-extender-bench\r\nContent-Type: application/json\r\nContent-Length: " +
+               std::to_string(body.size()) + "\r\n" + extra_headers + "\r\n" + body;
+    buffer_.resize(1 << 20);
+  }
+  ~RawHttpClient() { close_socket(); }
+
+  // Sends the request and reads the whole answer. Returns the status, or -1 on a transport error.
+  int post() {
+    if (fd_ < 0 && !connect_socket()) return -1;
+    if (!send_all()) {
+      close_socket();
+      if (!connect_socket() || !send_all()) return -1;  // the server may have closed an idle connection
+    }
+    return read_answer();
+  }
+  size_t answer_bytes() const { return answer_bytes_; }
+
+ private:
+  bool connect_socket() {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd_ < 0) return false;
+    int one = 1;
+    setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port_));
+    inet_pton(AF_INET, host_.c_str(), &addr.sin_addr);
+    if (connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      close_socket();
+      return false;
+    }
+    return true;
+  }
+  void close_socket() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+  bool send_all() {
+    size_t sent = 0;
+    while (sent < request_.size()) {
+      const ssize_t n = send(fd_, request_.data() + sent, request_.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      sent += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  int read_answer() {
+    size_t have = 0, header_end = std::string::npos;
+    while (header_end == std::string::npos) {
+      if (have == buffer_.size()) buffer_.resize(buffer_.size() * 2);
+      const ssize_t n = recv(fd_, buffer_.data() + have, buffer_.size() - have, 0);
+      if (n <= 0) return fail();
+      have += static_cast<size_t>(n);
+      const std::string_view seen(buffer_.data(), have);
+      header_end = seen.find("\r\n\r\n");
+    }
+    const std::string_view head(buffer_.data(), header_end);
+    const int status = std::atoi(head.substr(9, 3).data());
+    size_t length = 0;
+    const size_t at = head.find("Content-Length: ");
+    if (at != std::string_view::npos) length = std::strtoull(head.data() + at + 16, nullptr, 10);
+    const size_t total = header_end + 4 + length;
+    if (buffer_.size() < total) buffer_.resize(total);
+    while (have < total) {
+      const ssize_t n = recv(fd_, buffer_.data() + have, total - have, 0);
+      if (n <= 0) return fail();
+      have += static_cast<size_t>(n);
+    }
+    answer_bytes_ = length;
+    return status;
+  }
+  int fail() {
+    close_socket();
+    return -1;
+  }
+
+  std::string host_;
+  int port_;
+  std::string request_;
+  std::string buffer_;
+  int fd_ = -1;
+  size_t answer_bytes_ = 0;
+};
+
+}  // namespace bench

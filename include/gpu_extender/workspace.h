@@ -1,0 +1,45 @@
+#pragma once
+// The memory one request works in (body, answer, parser, per-node vectors), reused across requests.
+//
+// A 5,000-node request is ~54 MB: allocating its buffers afresh each time means faulting in ~13,000
+// new pages per request, which on these VMs costs more than parsing them. The pool hands out a
+// workspace per request and keeps at most `max_idle` of them (with their capacity) for the next ones,
+// so retained memory is bounded by max_idle x the largest request, whatever the concurrency was.
+//
+// Thread-safe: acquire() may be called from any thread; a workspace is used by one request at a time.
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "gpu_extender/policy.h"
+#include "gpu_extender/wire.h"
+
+namespace gpu_extender {
+
+struct Workspace {
+  std::string body;    // the request body, read with kJsonPadding bytes of spare capacity
+  std::string answer;  // the response body
+  WireDecoder decoder;
+  std::vector<NodeInput> inputs;
+  std::vector<NodeVerdict> verdicts;
+  ScoreSheet sheet;
+};
+
+class WorkspacePool {
+ public:
+  explicit WorkspacePool(size_t max_idle);
+  // A workspace with empty body and answer; it returns to the pool when the last copy is destroyed.
+  std::shared_ptr<Workspace> acquire();
+  size_t idle() const;
+
+ private:
+  struct State {
+    mutable std::mutex mutex;
+    std::vector<std::unique_ptr<Workspace>> idle;
+    size_t max_idle = 0;
+  };
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace gpu_extender
