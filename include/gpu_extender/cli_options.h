@@ -15,6 +15,13 @@ struct CliOptions {
   std::string log_level = "info";
   size_t max_body_bytes = 256UL * 1024 * 1024;
   int threads = 0;                 // 0: two per core, at least 4
+  // Kubernetes API (see kube_config.h); none of them and not in a pod: no API.
+  std::string kubeconfig;
+  std::string kube_api_server;
+  std::string kube_token_file;
+  std::string kube_ca_file;
+  bool kube_insecure_skip_tls_verify = false;
+  int assume_ttl_seconds = 30;
   bool check_config = false;       // load everything, print a summary, exit
   bool help = false;
   bool version = false;

@@ -8,13 +8,24 @@
 #include <string>
 #include <string_view>
 
+#include "gpu_extender/binder.h"
+#include "gpu_extender/cluster_view.h"
 #include "gpu_extender/policy.h"
 #include "gpu_extender/usage_source.h"
 #include "gpu_extender/workspace.h"
 
 namespace gpu_extender {
 
-enum class Verb { kFilter, kPrioritize, kBind };
+enum class Verb { kFilter, kPrioritize, kBind, kPreempt };
+
+// What the verbs work with. Only the policy is required: without a cluster view there is no names
+// mode and no /preempt; without a binder /bind answers an Error.
+struct ServiceParts {
+  std::shared_ptr<const Policy> policy;
+  std::shared_ptr<const UsageSource> usage;  // none, a pods snapshot, or the cluster view
+  std::shared_ptr<ClusterView> cluster;      // the API watch: node cache, pod view, assumed pods
+  std::shared_ptr<Binder> binder;
+};
 
 struct Reply {
   int status = 200;
@@ -32,7 +43,9 @@ struct VerbSummary {
 
 class ExtenderService {
  public:
-  ExtenderService(std::shared_ptr<const Policy> policy, std::shared_ptr<const UsageSource> usage);
+  explicit ExtenderService(ServiceParts parts);
+  ExtenderService(std::shared_ptr<const Policy> policy, std::shared_ptr<const UsageSource> usage)
+      : ExtenderService(ServiceParts{std::move(policy), std::move(usage), nullptr, nullptr}) {}
 
   // Handles the request in workspace.body; the answer goes to workspace.answer. Returns the HTTP status.
   int handle(Verb verb, Workspace& workspace, VerbSummary& summary) const;
@@ -41,15 +54,21 @@ class ExtenderService {
 
   WorkspacePool& workspaces() const { return workspaces_; }
   const Policy& policy() const { return *policy_; }
-  const UsageSource& usage() const { return *usage_; }
+  const UsageSource& usage() const { return *parts_.usage; }
+  // Ready to answer: always without a cluster view; with one, once it has listed nodes and pods.
+  bool ready() const { return !parts_.cluster || parts_.cluster->ready(); }
 
  private:
+  // Decodes ExtenderArgs and gathers the node inputs of either mode into ws.inputs. Names not in the
+  // node cache get a verdict in `unknown` (index into node_names) instead of an input.
+  const ExtenderArgs* gather(Workspace& ws, VerbSummary& summary, std::vector<size_t>& input_index) const;
   int filter(Workspace& ws, VerbSummary& summary) const;
   int prioritize(Workspace& ws, VerbSummary& summary) const;
   int bind(Workspace& ws, VerbSummary& summary) const;
+  int preempt(Workspace& ws, VerbSummary& summary) const;
 
-  std::shared_ptr<const Policy> policy_;
-  std::shared_ptr<const UsageSource> usage_;
+  ServiceParts parts_;
+  const Policy* policy_;
   mutable WorkspacePool workspaces_;
 };
 

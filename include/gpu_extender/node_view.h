@@ -12,6 +12,7 @@ namespace gpu_extender {
 
 struct NodeView {
   std::string_view name;
+  std::string_view resource_version;  // metadata.resourceVersion (watch bookkeeping)
   // The node object exactly as it arrived on the wire (full mode), echoed back by /filter.
   std::string_view raw_json;
 

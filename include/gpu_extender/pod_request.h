@@ -16,6 +16,7 @@ struct PodRequest {
   std::string_view name;
   std::string_view ns;
   std::string_view uid;
+  std::string_view resource_version;  // metadata.resourceVersion (watch bookkeeping)
   std::string_view node_name;  // spec.nodeName: set for bound pods (usage snapshots, watches)
   std::string_view phase;      // status.phase
 

@@ -47,6 +47,38 @@ struct ExtenderArgs {
   std::vector<std::string_view> node_names; // names mode (nodeCacheCapable: true)
 };
 
+// metadata of a Kubernetes list (one page of it).
+struct ListMeta {
+  std::string resource_version;
+  std::string continue_token;  // non-empty: more pages to read
+};
+
+// One line of a watch stream: {"type":"ADDED|MODIFIED|DELETED|BOOKMARK|ERROR","object":{...}}.
+struct WatchEventHeader {
+  std::string type;
+  std::string resource_version;  // of the object (BOOKMARK: the new position)
+  int error_code = 0;            // ERROR: the Status code (410: too old, relist)
+  std::string error_message;
+};
+
+// ExtenderPreemptionArgs: the body of /preempt. Victims come as whole pods (decoded to their
+// requests) or as UIDs only (NodeNameToMetaVictims), to be resolved through the pod view.
+struct PreemptionCandidate {
+  std::string_view node;
+  struct Victim {
+    std::string_view uid;
+    std::optional<ResourceAmounts> requests;  // known when the victim came as a whole pod
+    std::string_view node_name;
+  };
+  std::vector<Victim> victims;
+  int64_t pdb_violations = 0;
+};
+struct PreemptionArgs {
+  PodRequest pod;
+  bool meta_victims = false;
+  std::vector<PreemptionCandidate> candidates;
+};
+
 // ExtenderBindingArgs: the body of /bind.
 struct BindingArgs {
   std::string pod_name;
@@ -65,12 +97,22 @@ class WireDecoder {
   // Throws DecodeError on malformed input.
   const ExtenderArgs& decode_extender_args(const std::string& body, const ViewSchema& schema);
   BindingArgs decode_binding_args(const std::string& body);
-  // A Kubernetes PodList (`kubectl get pods -A -o json`): calls `on_pod` for every item.
-  void decode_pod_list(const std::string& body, const ViewSchema& schema,
-                       const std::function<void(const PodRequest&)>& on_pod);
+  // A Kubernetes PodList or NodeList (`kubectl get pods -A -o json`, or a page of an API list): calls
+  // the callback for every item, and returns the list's metadata.
+  ListMeta decode_pod_list(const std::string& body, const ViewSchema& schema,
+                           const std::function<void(const PodRequest&)>& on_pod);
+  ListMeta decode_node_list(const std::string& body, const ViewSchema& schema,
+                            const std::function<void(const NodeView&)>& on_node);
+  // One watch event line. For ADDED/MODIFIED/DELETED the object is decoded into `pod` or `node`.
+  WatchEventHeader decode_pod_event(std::string_view line, const ViewSchema& schema, PodRequest& pod);
+  WatchEventHeader decode_node_event(std::string_view line, const ViewSchema& schema, NodeView& node);
+  // A single Pod object (GET .../pods/NAME).
+  PodRequest decode_pod_object(const std::string& body, const ViewSchema& schema);
+  const PreemptionArgs& decode_preemption_args(const std::string& body, const ViewSchema& schema);
+
+  struct Impl;  // the parser and buffers; defined in src/wire, opaque elsewhere
 
  private:
-  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -5,6 +5,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gpu_extender/verdict.h"
 #include "gpu_extender/wire.h"
@@ -22,6 +23,10 @@ void encode_filter_error(std::string_view error, std::string& out);
 // HostPriorityList: [{"Host":"node-a","Score":7},...].
 void encode_host_priorities(std::span<const std::string_view> hosts, std::span<const int64_t> scores,
                             std::string& out);
+
+// ExtenderPreemptionResult: the candidates with keep[i] set, victims always as UIDs
+// (NodeNameToMetaVictims), whichever form came in.
+void encode_preemption_result(const PreemptionArgs& args, const std::vector<bool>& keep, std::string& out);
 
 // {"Error":"..."}: the ExtenderBindingResult ("" on success), and the body of every error response.
 void encode_error_object(std::string_view error, std::string& out);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_extender/node_source.h"
 #include "gpu_extender/policy.h"
 #include "gpu_extender/wire.h"
 
@@ -22,6 +23,8 @@ struct Workspace {
   std::string answer;  // the response body
   WireDecoder decoder;
   std::vector<NodeInput> inputs;
+  std::vector<std::shared_ptr<const CachedNode>> cached_nodes;  // names mode: held for the request
+  std::vector<size_t> input_index;                              // node_names[i] -> inputs index or npos
   std::vector<NodeVerdict> verdicts;
   ScoreSheet sheet;
 };

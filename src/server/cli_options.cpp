@@ -21,7 +21,7 @@ bool parse_number(const std::string& text, T& out, T min, T max) {
 std::string cli_usage() {
   return R"(Usage: gpu-extender [flags]
 
-A GPU-aware kube-scheduler extender: POST /filter, /prioritize, /bind.
+A GPU-aware kube-scheduler extender: POST /filter, /prioritize, /bind, /preempt.
 
 Flags:
   --address ADDR         address to listen on (default 127.0.0.1; 0.0.0.0 in a pod)
@@ -33,6 +33,14 @@ Flags:
   --log-level LEVEL      trace, debug, info, warn, error (default info)
   --max-body-bytes N     largest request body accepted, else 413 (default 268435456)
   --threads N            request worker threads (default: two per core, at least 4)
+  --kubeconfig FILE      Kubernetes API from a kubeconfig (current-context); in a pod the
+                         service account is used without any flag
+  --kube-api-server URL  Kubernetes API server (https://host:port), with:
+  --kube-token-file FILE   bearer token, re-read when it changes
+  --kube-ca-file FILE      certificate authority of the API server
+  --kube-insecure-skip-tls-verify   do not verify the API server's certificate (testing only)
+  --assume-ttl-seconds N how long a pod bound by /bind counts on its node before the watch
+                         confirms it (default 30)
   --check-config         load the policy and usage source, print a summary, and exit
   --help                 print this help and exit
   --version              print the version and exit
@@ -55,9 +63,15 @@ CliParse parse_cli(const std::vector<std::string>& args) {
       {"--max-body-bytes",
        [&](const std::string& v) { return parse_number<size_t>(v, o.max_body_bytes, 1024, size_t{1} << 34); }},
       {"--threads", [&](const std::string& v) { return parse_number(v, o.threads, 1, 1024); }},
+      {"--kubeconfig", [&](const std::string& v) { o.kubeconfig = v; return !v.empty(); }},
+      {"--kube-api-server", [&](const std::string& v) { o.kube_api_server = v; return !v.empty(); }},
+      {"--kube-token-file", [&](const std::string& v) { o.kube_token_file = v; return !v.empty(); }},
+      {"--kube-ca-file", [&](const std::string& v) { o.kube_ca_file = v; return !v.empty(); }},
+      {"--assume-ttl-seconds", [&](const std::string& v) { return parse_number(v, o.assume_ttl_seconds, 1, 3600); }},
   };
   const std::map<std::string, bool*> switches = {
-      {"--check-config", &o.check_config}, {"--help", &o.help}, {"-h", &o.help}, {"--version", &o.version}};
+      {"--check-config", &o.check_config},
+      {"--kube-insecure-skip-tls-verify", &o.kube_insecure_skip_tls_verify}, {"--help", &o.help}, {"-h", &o.help}, {"--version", &o.version}};
 
   for (size_t i = 0; i < args.size(); ++i) {
     std::string flag = args[i];

@@ -8,9 +8,12 @@
 namespace gpu_extender {
 namespace {
 
+constexpr size_t kNotCached = static_cast<size_t>(-1);
+
 constexpr std::string_view kNoNodeCache =
-    "NodeNames mode (nodeCacheCapable: true) needs the extender's own node cache, which this extender does "
-    "not have: configure the scheduler with nodeCacheCapable: false so that it sends full Node objects";
+    "NodeNames mode (nodeCacheCapable: true) needs the extender's own node cache, which needs Kubernetes API "
+    "access (in a pod, or --kubeconfig); without it, configure the scheduler with nodeCacheCapable: false so "
+    "that it sends full Node objects";
 
 int fail(Workspace& ws, int status, std::string_view message, VerbSummary& summary) {
   ws.answer.clear();
@@ -20,12 +23,6 @@ int fail(Workspace& ws, int status, std::string_view message, VerbSummary& summa
 }
 
 std::string pod_label(const PodRequest& pod) { return std::string(pod.ns) + "/" + std::string(pod.name); }
-
-void collect_inputs(const ExtenderArgs& args, const UsageSource& usage, std::vector<NodeInput>& inputs) {
-  inputs.clear();
-  inputs.reserve(args.nodes.size());
-  for (const NodeView& node : args.nodes) inputs.push_back({&node, usage.used_on(node.name)});
-}
 
 std::string describe_top_scores(const ExtenderArgs& args, const std::vector<int64_t>& scores) {
   std::vector<size_t> order(scores.size());
@@ -45,8 +42,10 @@ size_t idle_workspaces_to_keep() { return std::max(2U, std::thread::hardware_con
 
 }  // namespace
 
-ExtenderService::ExtenderService(std::shared_ptr<const Policy> policy, std::shared_ptr<const UsageSource> usage)
-    : policy_(std::move(policy)), usage_(std::move(usage)), workspaces_(idle_workspaces_to_keep()) {}
+ExtenderService::ExtenderService(ServiceParts parts)
+    : parts_(std::move(parts)), policy_(parts_.policy.get()), workspaces_(idle_workspaces_to_keep()) {
+  if (!parts_.usage) parts_.usage = parts_.cluster ? std::shared_ptr<const UsageSource>(parts_.cluster) : make_no_usage();
+}
 
 int ExtenderService::handle(Verb verb, Workspace& ws, VerbSummary& summary) const {
   ws.answer.clear();
@@ -55,6 +54,7 @@ int ExtenderService::handle(Verb verb, Workspace& ws, VerbSummary& summary) cons
       case Verb::kFilter: return filter(ws, summary);
       case Verb::kPrioritize: return prioritize(ws, summary);
       case Verb::kBind: return bind(ws, summary);
+      case Verb::kPreempt: return preempt(ws, summary);
     }
   } catch (const DecodeError& e) {
     return fail(ws, 400, e.what(), summary);
@@ -72,36 +72,78 @@ Reply ExtenderService::handle(Verb verb, std::string_view body, VerbSummary& sum
   return reply;
 }
 
-int ExtenderService::filter(Workspace& ws, VerbSummary& summary) const {
+const ExtenderArgs* ExtenderService::gather(Workspace& ws, VerbSummary& summary,
+                                            std::vector<size_t>& input_index) const {
   const ExtenderArgs& args = ws.decoder.decode_extender_args(ws.body, policy_->schema());
   summary.pod = pod_label(args.pod);
   summary.nodes_in = args.node_names.size();
-  if (!args.full_mode) {
+  if (parts_.cluster) parts_.cluster->remember_pending(args.pod);  // /bind will need its requests
+  ws.inputs.clear();
+  input_index.clear();
+  const UsageSource& usage = *parts_.usage;
+  if (args.full_mode) {
+    ws.inputs.reserve(args.nodes.size());
+    for (const NodeView& node : args.nodes) {
+      input_index.push_back(ws.inputs.size());
+      ws.inputs.push_back({&node, usage.used_on(node.name)});
+    }
+    return &args;
+  }
+  if (!parts_.cluster) return nullptr;
+  // Names mode: the nodes come from the cache, all looked up at one instant and held for the request.
+  parts_.cluster->find_nodes(args.node_names, ws.cached_nodes);
+  ws.inputs.reserve(args.node_names.size());
+  for (const auto& cached : ws.cached_nodes) {
+    if (!cached) {
+      input_index.push_back(kNotCached);
+      continue;
+    }
+    input_index.push_back(ws.inputs.size());
+    ws.inputs.push_back({&cached->view(), usage.used_on(cached->view().name)});
+  }
+  return &args;
+}
+
+int ExtenderService::filter(Workspace& ws, VerbSummary& summary) const {
+  const ExtenderArgs* args = gather(ws, summary, ws.input_index);
+  if (!args) {
     // ExtenderFilterResult has an Error field, and the scheduler logs it (it drops non-200 bodies).
     encode_filter_error(kNoNodeCache, ws.answer);
     summary.error = std::string(kNoNodeCache);
     return 200;
   }
-  collect_inputs(args, *usage_, ws.inputs);
-  policy_->filter(args.pod, ws.inputs, ws.verdicts);
+  std::vector<NodeVerdict> evaluated;
+  policy_->filter(args->pod, ws.inputs, evaluated);
+  ws.verdicts.clear();
+  ws.verdicts.resize(args->node_names.size());
+  for (size_t i = 0; i < args->node_names.size(); ++i) {
+    if (ws.input_index[i] == kNotCached) {
+      ws.verdicts[i] = {Fit::kResolvable,
+                        "node " + std::string(args->node_names[i]) +
+                            " is not in the extender's node cache (just added, or the cache is not synced yet)",
+                        "nodeCache"};
+    } else {
+      ws.verdicts[i] = std::move(evaluated[ws.input_index[i]]);
+    }
+  }
   summary.nodes_out = static_cast<size_t>(
       std::count_if(ws.verdicts.begin(), ws.verdicts.end(), [](const NodeVerdict& v) { return v.passed(); }));
-  encode_filter_result(args, ws.verdicts, ws.answer);
+  encode_filter_result(*args, ws.verdicts, ws.answer);
   return 200;
 }
 
 int ExtenderService::prioritize(Workspace& ws, VerbSummary& summary) const {
-  const ExtenderArgs& args = ws.decoder.decode_extender_args(ws.body, policy_->schema());
-  summary.pod = pod_label(args.pod);
-  summary.nodes_in = args.node_names.size();
+  const ExtenderArgs* args = gather(ws, summary, ws.input_index);
   // HostPriorityList has no Error field: a request that cannot be scored is answered with a status
   // (the scheduler ignores a failed prioritize and keeps its own scores).
-  if (!args.full_mode) return fail(ws, 503, kNoNodeCache, summary);
-  collect_inputs(args, *usage_, ws.inputs);
-  policy_->score(args.pod, ws.inputs, ws.sheet);
-  encode_host_priorities(args.node_names, ws.sheet.final, ws.answer);
-  summary.nodes_out = args.node_names.size();
-  summary.top_scores = describe_top_scores(args, ws.sheet.final);
+  if (!args) return fail(ws, 503, kNoNodeCache, summary);
+  policy_->score(args->pod, ws.inputs, ws.sheet);
+  std::vector<int64_t> scores(args->node_names.size(), 0);  // a node not in the cache scores 0
+  for (size_t i = 0; i < scores.size(); ++i)
+    if (ws.input_index[i] != kNotCached) scores[i] = ws.sheet.final[ws.input_index[i]];
+  encode_host_priorities(args->node_names, scores, ws.answer);
+  summary.nodes_out = args->node_names.size();
+  summary.top_scores = describe_top_scores(*args, scores);
   return 200;
 }
 
@@ -109,11 +151,67 @@ int ExtenderService::bind(Workspace& ws, VerbSummary& summary) const {
   const BindingArgs args = ws.decoder.decode_binding_args(ws.body);
   summary.pod = args.pod_namespace + "/" + args.pod_name;
   summary.nodes_in = 1;
-  const std::string error = "cannot bind " + summary.pod + " to " + args.node +
-                            ": this extender has no Kubernetes API access configured; remove bindVerb from "
-                            "the scheduler's extender configuration or give the extender API access";
+  std::string error;
+  if (!parts_.binder) {
+    error = "cannot bind " + summary.pod + " to " + args.node +
+            ": this extender has no Kubernetes API access configured; remove bindVerb from the scheduler's "
+            "extender configuration or give the extender API access";
+  } else {
+    error = parts_.binder->bind(args);
+  }
+  if (error.empty()) {
+    summary.nodes_out = 1;
+    // Count the pod on its node at once, so the next pod does not see the same free GPUs before the
+    // watch reports this one (kube-scheduler's own cache "assumes" pods the same way).
+    if (parts_.cluster) {
+      if (auto requests = parts_.cluster->pending_requests(args.pod_uid))
+        parts_.cluster->assume_pod(args.pod_uid, args.node, *requests);
+    }
+  } else {
+    summary.error = error;
+  }
   encode_error_object(error, ws.answer);
-  summary.error = error;
+  return 200;
+}
+
+int ExtenderService::preempt(Workspace& ws, VerbSummary& summary) const {
+  if (!parts_.cluster) {
+    return fail(ws, 200,
+                "preemption needs the extender's node cache and pod view, which need Kubernetes API access; "
+                "remove preemptVerb from the scheduler's extender configuration or give the extender API access",
+                summary);
+  }
+  const PreemptionArgs& args = ws.decoder.decode_preemption_args(ws.body, policy_->schema());
+  summary.pod = pod_label(args.pod);
+  summary.nodes_in = args.candidates.size();
+  std::vector<std::string_view> names;
+  for (const auto& c : args.candidates) names.push_back(c.node);
+  parts_.cluster->find_nodes(names, ws.cached_nodes);
+
+  std::vector<bool> keep(args.candidates.size(), false);
+  std::vector<NodeVerdict> verdict;
+  for (size_t i = 0; i < args.candidates.size(); ++i) {
+    const PreemptionCandidate& c = args.candidates[i];
+    // A node returned with no victims is an error in the scheduler; an unknown node cannot be judged.
+    if (c.victims.empty() || !ws.cached_nodes[i]) continue;
+    // Usage on the node once the victims are gone. A victim the pod view does not know frees nothing
+    // here: the node is kept only if the pod fits without counting on it.
+    NodeInput input{&ws.cached_nodes[i]->view(), parts_.usage->used_on(c.node)};
+    if (input.used) {
+      for (const auto& victim : c.victims) {
+        std::optional<ResourceAmounts> frees = victim.requests;
+        if (!frees) {
+          auto known = parts_.cluster->pod_usage(victim.uid);
+          if (known && known->first == c.node) frees = known->second;
+        }
+        if (frees) input.used->subtract(*frees);
+      }
+    }
+    policy_->filter(args.pod, std::span<const NodeInput>(&input, 1), verdict);
+    keep[i] = verdict[0].passed();
+  }
+  summary.nodes_out = static_cast<size_t>(std::count(keep.begin(), keep.end(), true));
+  encode_preemption_result(args, keep, ws.answer);
   return 200;
 }
 

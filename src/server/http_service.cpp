@@ -121,12 +121,18 @@ void HttpService::install_routes() {
   post_verb("/filter", Verb::kFilter);
   post_verb("/prioritize", Verb::kPrioritize);
   post_verb("/bind", Verb::kBind);
+  post_verb("/preempt", Verb::kPreempt);
 
   svr.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"status":"ok"})", kJson);
   });
-  svr.Get("/readyz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(R"({"status":"ready"})", kJson);
+  svr.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+    if (service_->ready()) {
+      res.set_content(R"({"status":"ready"})", kJson);
+    } else {
+      res.status = 503;
+      res.set_content(R"({"status":"not ready","Error":"the cluster view has not listed nodes and pods yet"})", kJson);
+    }
   });
   svr.Get("/version", [this](const httplib::Request&, httplib::Response& res) {
     std::string body = "{\"version\":";
@@ -153,13 +159,13 @@ void HttpService::install_routes() {
     svr.Patch(path, handler);
     svr.Delete(path, handler);
   };
-  for (const char* path : {"/filter", "/prioritize", "/bind"}) method_not_allowed(path, "POST");
+  for (const char* path : {"/filter", "/prioritize", "/bind", "/preempt"}) method_not_allowed(path, "POST");
   for (const char* path : {"/healthz", "/readyz", "/version"}) method_not_allowed(path, "GET");
 
   svr.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     if (res.status == 404) {
-      send_error(res, 404, "no such path " + req.path + " (serving /filter, /prioritize, /bind, /healthz, /readyz, /version)");
+      send_error(res, 404, "no such path " + req.path + " (serving /filter, /prioritize, /bind, /preempt, /healthz, /readyz, /version)");
     } else if (res.status == 413) {
       send_error(res, 413, "request body larger than --max-body-bytes (" + std::to_string(options_.max_body_bytes) +
                                " bytes)");

@@ -10,6 +10,7 @@
 #include "gpu_extender/build_info.h"
 #include "gpu_extender/cli_options.h"
 #include "gpu_extender/http_service.h"
+#include "gpu_extender/kube_connection.h"
 #include "logging.h"
 
 using namespace gpu_extender;
@@ -21,9 +22,9 @@ std::shared_ptr<const Policy> load_policy(const CliOptions& options) {
   return Policy::build(std::move(config));
 }
 
-std::shared_ptr<const UsageSource> load_usage(const CliOptions& options, const Policy& policy) {
-  if (options.pods_snapshot_file.empty()) return make_no_usage();
-  return PodsSnapshotUsage::load(options.pods_snapshot_file, policy.schema());
+std::optional<ApiEndpoint> api_endpoint(const CliOptions& o) {
+  return resolve_endpoint(KubeFlags{o.kubeconfig, o.kube_api_server, o.kube_token_file, o.kube_ca_file,
+                                    o.kube_insecure_skip_tls_verify});
 }
 
 }  // namespace
@@ -52,24 +53,40 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   configure_logging(options.log_level);
-  std::shared_ptr<const Policy> policy;
-  std::shared_ptr<const UsageSource> usage;
+  ServiceParts parts;
+  std::unique_ptr<KubeConnection> kube;
   try {
-    policy = load_policy(options);
-    usage = load_usage(options, *policy);
+    parts.policy = load_policy(options);
+    if (auto endpoint = api_endpoint(options)) {
+      if (!options.pods_snapshot_file.empty())
+        throw std::runtime_error("--pods-snapshot and Kubernetes API access exclude each other: the watch is the usage");
+      KubeOptions kube_options;
+      kube_options.assume_ttl = std::chrono::seconds(options.assume_ttl_seconds);
+      kube = std::make_unique<KubeConnection>(std::move(*endpoint), parts.policy->schema(), kube_options);
+      parts.cluster = kube->view();
+      parts.binder = kube->binder();
+      spdlog::info("Kubernetes API: {}", kube->endpoint().source);
+    } else if (!options.pods_snapshot_file.empty()) {
+      parts.usage = PodsSnapshotUsage::load(options.pods_snapshot_file, parts.policy->schema());
+    } else {
+      spdlog::warn("no Kubernetes API configured (not in a pod, no --kubeconfig): usage is unknown and treated as "
+                   "nothing in use; names mode, /bind and /preempt answer an Error");
+    }
   } catch (const std::exception& e) {
     std::cerr << "gpu-extender: " << e.what() << "\n";
     return 2;
   }
-  spdlog::info("policy: {}; filters: {}; scorers: {}", policy->config().source, policy->config().filters.size(),
-               policy->config().scorers.size());
-  spdlog::info("usage source: {}", usage->describe());
+  const Policy& policy = *parts.policy;
+  spdlog::info("policy: {}; filters: {}; scorers: {}", policy.config().source, policy.config().filters.size(),
+               policy.config().scorers.size());
+  auto service = std::make_shared<const ExtenderService>(parts);
+  spdlog::info("usage source: {}", service->usage().describe());
   if (options.check_config) {
-    std::cout << "configuration ok: policy " << policy->config().source << ", usage " << usage->describe() << "\n";
+    std::cout << "configuration ok: policy " << policy.config().source << ", usage " << service->usage().describe()
+              << "\n";
     return 0;
   }
-
-  auto service = std::make_shared<const ExtenderService>(policy, usage);
+  if (kube) kube->start();
   HttpService http(service, options);
   std::string error;
   if (!http.bind(error)) {
@@ -88,6 +105,7 @@ int main(int argc, char** argv) {
   // SIGTERM is blocked in every thread, so it only reaches the waiter's sigwait.
   kill(getpid(), SIGTERM);
   signal_waiter.join();
+  if (kube) kube->stop();
   spdlog::info("stopped");
   return ok ? 0 : 1;
 }

@@ -24,29 +24,4 @@ BindingArgs WireDecoder::decode_binding_args(const std::string& body) {
   return args;
 }
 
-void WireDecoder::decode_pod_list(const std::string& body, const ViewSchema& schema,
-                                  const std::function<void(const PodRequest&)>& on_pod) {
-  using namespace wire;
-  od::document doc = take(impl_->iterate(body), "", "a JSON object");
-  PodRequest pod;
-  bool seen_items = false;
-  for (auto f : take(doc.get_object(), "", "a JSON object (PodList)")) {
-    if (!equals_ignore_case(field_key(f, ""), "items")) continue;
-    seen_items = true;
-    od::value items = take(f.value(), "items", "an array");
-    if (take_null(items, "items")) continue;
-    size_t index = 0;
-    for (auto item : take(items.get_array(), "items", "an array")) {
-      try {
-        decode_pod(take(item, "", "a pod object"), schema, pod, impl_->pod_scratch);
-      } catch (DecodeError& e) {
-        throw e.within("items[" + std::to_string(index) + "]");
-      }
-      on_pod(pod);
-      ++index;
-    }
-  }
-  if (!seen_items) throw DecodeError("items", "missing (expected a PodList, e.g. kubectl get pods -A -o json)");
-}
-
 }  // namespace gpu_extender

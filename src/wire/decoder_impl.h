@@ -10,6 +10,7 @@ struct WireDecoder::Impl {
   wire::od::parser parser;
   std::string padded_copy;  // used only when a body lacks padding room
   ExtenderArgs args;
+  PreemptionArgs preemption;
   wire::PodScratch pod_scratch;
 
   // Starts parsing `body` in place when its capacity has room for the padding, else from a copy.
@@ -17,8 +18,11 @@ struct WireDecoder::Impl {
     if (body.capacity() - body.size() >= simdjson::SIMDJSON_PADDING) {
       return parser.iterate(simdjson::padded_string_view(body.data(), body.size(), body.capacity()));
     }
-    padded_copy.reserve(body.size() + simdjson::SIMDJSON_PADDING);
-    padded_copy.assign(body);
+    return iterate_copy(body);
+  }
+  simdjson::simdjson_result<wire::od::document> iterate_copy(std::string_view text) {
+    padded_copy.reserve(text.size() + simdjson::SIMDJSON_PADDING);
+    padded_copy.assign(text);
     return parser.iterate(simdjson::padded_string_view(padded_copy.data(), padded_copy.size(), padded_copy.capacity()));
   }
 };

@@ -21,7 +21,7 @@ std::string_view value_bytes(const char* start, const char* next_token) {
   return {start, static_cast<size_t>(end - start)};
 }
 
-void decode_node_list(od::document& doc, od::value nodes, const ViewSchema& schema, ExtenderArgs& args) {
+void decode_extender_nodes(od::document& doc, od::value nodes, const ViewSchema& schema, ExtenderArgs& args) {
   for (auto f : take_object(nodes, "Nodes")) {
     std::string_view key = field_key(f, "Nodes");
     if (!equals_ignore_case(key, "items")) continue;
@@ -83,7 +83,7 @@ const ExtenderArgs& WireDecoder::decode_extender_args(const std::string& body, c
       od::value nodes = take(f.value(), "Nodes", "an object");
       if (take_null(nodes, "Nodes")) continue;
       has_nodes = true;
-      decode_node_list(doc, nodes, schema, args);
+      decode_extender_nodes(doc, nodes, schema, args);
     } else if (equals_ignore_case(key, "NodeNames")) {
       once(seen_names, "NodeNames");
       od::value names = take(f.value(), "NodeNames", "an array");

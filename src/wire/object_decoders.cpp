@@ -97,6 +97,8 @@ void decode_pod_metadata(od::value metadata, const ViewSchema& schema, PodReques
       out.ns = take_string(f.value(), "namespace");
     } else if (equals_ignore_case(key, "uid")) {
       out.uid = take_string(f.value(), "uid");
+    } else if (equals_ignore_case(key, "resourceVersion")) {
+      out.resource_version = take_string(f.value(), "resourceVersion");
     } else if (equals_ignore_case(key, "annotations")) {
       od::value annotations = take(f.value(), "annotations", "an object");
       if (take_null(annotations, "annotations")) continue;
@@ -193,6 +195,8 @@ void decode_node(od::value node, const ViewSchema& schema, NodeView& out) {
         std::string_view mkey = field_key(m, "metadata");
         if (equals_ignore_case(mkey, "name")) {
           out.name = take_string(m.value(), "metadata.name");
+        } else if (equals_ignore_case(mkey, "resourceVersion")) {
+          out.resource_version = take_string(m.value(), "metadata.resourceVersion");
         } else if (equals_ignore_case(mkey, "labels")) {
           od::value labels = take(m.value(), "metadata.labels", "an object");
           if (take_null(labels, "metadata.labels")) continue;

@@ -1,0 +1,90 @@
+#pragma once
+// The extender's view of the cluster, fed by the API server's list+watch: per node, the parsed node
+// and the GPUs and packed resource in use (effective requests of its pods that have not Succeeded or
+// Failed), plus pods "assumed" on a node right after /bind, until the watch shows them or a TTL ends.
+//
+// Only what the policy reads is kept: a CachedNode per node and, per pod, its node and requests.
+// Thread-safe: request threads read (shared lock) while the watch threads write (exclusive lock).
+#include <atomic>
+#include <chrono>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+
+#include "gpu_extender/node_source.h"
+#include "gpu_extender/pod_request.h"
+#include "gpu_extender/usage_source.h"
+
+namespace gpu_extender {
+
+class ClusterView final : public UsageSource, public NodeSource {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit ClusterView(std::chrono::milliseconds assume_ttl = std::chrono::seconds(30));
+
+  // --- written by the watch ---
+  void upsert_node(const NodeView& node);
+  void delete_node(std::string_view name);
+  // A pod as the API server reports it; pods without a node or that finished hold nothing.
+  void upsert_pod(const PodRequest& pod);
+  void delete_pod(std::string_view uid);
+  // A fresh list replaces everything of that kind (what the list does not name is gone).
+  void replace_nodes(const std::vector<std::shared_ptr<const CachedNode>>& nodes);
+  struct BoundPod {
+    std::string uid;
+    std::string node;
+    ResourceAmounts requests;
+  };
+  void replace_pods(const std::vector<BoundPod>& pods);
+  void mark_nodes_synced();
+  void mark_pods_synced();
+
+  // --- bind ---
+  // Counts `requests` on `node` at once, until the watch reports pod `uid` or the TTL passes.
+  void assume_pod(const std::string& uid, const std::string& node, const ResourceAmounts& requests);
+  size_t expire_assumed(Clock::time_point now = Clock::now());
+  // Requests of a pod seen recently in /filter or /prioritize (bind needs them; the body has none).
+  void remember_pending(const PodRequest& pod);
+  std::optional<ResourceAmounts> pending_requests(std::string_view uid) const;
+
+  // --- read by requests ---
+  std::optional<ResourceAmounts> used_on(std::string_view node) const override;
+  std::string describe() const override;
+  bool ready() const override { return nodes_synced_ && pods_synced_; }
+  void find_nodes(std::span<const std::string_view> names,
+                  std::vector<std::shared_ptr<const CachedNode>>& out) const override;
+  // What a victim frees: its node and requests, when the pod is known.
+  std::optional<std::pair<std::string, ResourceAmounts>> pod_usage(std::string_view uid) const;
+
+  struct Stats {
+    size_t nodes = 0, pods = 0, assumed = 0;
+    double seconds_since_event = -1;  // -1: no event yet
+  };
+  Stats stats() const;
+  void touch();  // an event or bookmark arrived: the view is fresh as of now
+
+ private:
+  struct PodEntry {
+    std::string node;
+    ResourceAmounts requests;
+  };
+  struct Assumed {
+    std::string node;
+    ResourceAmounts requests;
+    Clock::time_point expires;
+  };
+  void add_usage(const std::string& node, const ResourceAmounts& amounts, bool add);
+  void forget_assumed(std::string_view uid);
+
+  mutable std::shared_mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const CachedNode>, StringHash, std::equal_to<>> nodes_;
+  std::unordered_map<std::string, PodEntry, StringHash, std::equal_to<>> pods_;  // by uid, bound and running
+  UsageByNode used_;                                                              // by node, pods + assumed
+  std::unordered_map<std::string, Assumed, StringHash, std::equal_to<>> assumed_;  // by uid
+  std::unordered_map<std::string, ResourceAmounts, StringHash, std::equal_to<>> pending_;  // by uid, bounded
+  std::chrono::milliseconds assume_ttl_;
+  std::atomic<bool> nodes_synced_{false}, pods_synced_{false};
+  std::atomic<int64_t> last_event_ns_{0};
+};
+
+}  // namespace gpu_extender

@@ -1,0 +1,50 @@
+#pragma once
+// Everything the extender does with the Kubernetes API, wired together: the API client, the cluster
+// view fed by two reflectors (pods on nodes, nodes), the binder, and a housekeeping thread that ends
+// expired pod assumptions and logs when the view goes stale.
+//
+// Thread-safe: start() and stop() from the main thread; the rest is read by request threads.
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "gpu_extender/binder.h"
+#include "gpu_extender/cluster_view.h"
+#include "gpu_extender/kube_config.h"
+
+namespace gpu_extender {
+
+namespace kube {
+class ApiClient;
+class Reflector;
+}  // namespace kube
+
+struct KubeOptions {
+  std::chrono::milliseconds assume_ttl{30000};
+  std::chrono::seconds watch_timeout{300};
+  std::chrono::seconds stale_after{120};  // no event or bookmark for this long: log that the view is stale
+};
+
+class KubeConnection {
+ public:
+  KubeConnection(ApiEndpoint endpoint, const ViewSchema& schema, KubeOptions options = {});
+  ~KubeConnection();
+
+  void start();
+  void stop();
+
+  std::shared_ptr<ClusterView> view() const { return view_; }
+  std::shared_ptr<Binder> binder() const { return binder_; }
+  const ApiEndpoint& endpoint() const;
+
+ private:
+  std::shared_ptr<kube::ApiClient> api_;
+  std::shared_ptr<ClusterView> view_;
+  std::shared_ptr<Binder> binder_;
+  std::vector<std::unique_ptr<kube::Reflector>> reflectors_;
+  std::vector<std::thread> threads_;
+  KubeOptions options_;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace gpu_extender

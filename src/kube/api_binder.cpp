@@ -1,0 +1,75 @@
+#include "api_binder.h"
+
+#include <thread>
+
+#include "gpu_extender/json_writer.h"
+
+namespace gpu_extender::kube {
+
+std::string binding_json(const BindingArgs& args) {
+  std::string out = R"({"apiVersion":"v1","kind":"Binding","metadata":{"name":)";
+  append_json_string(out, args.pod_name);
+  out += ",\"namespace\":";
+  append_json_string(out, args.pod_namespace);
+  if (!args.pod_uid.empty()) {
+    out += ",\"uid\":";  // a precondition: the API server refuses if the pod was replaced meanwhile
+    append_json_string(out, args.pod_uid);
+  }
+  out += R"(},"target":{"apiVersion":"v1","kind":"Node","name":)";
+  append_json_string(out, args.node);
+  out += "}}";
+  return out;
+}
+
+ApiBinder::ApiBinder(std::shared_ptr<const ApiClient> api, ViewSchema schema, std::chrono::milliseconds deadline)
+    : api_(std::move(api)), schema_(std::move(schema)), deadline_(deadline) {}
+
+std::string ApiBinder::bind(const BindingArgs& args) {
+  using Clock = std::chrono::steady_clock;
+  const std::string pod = args.pod_namespace + "/" + args.pod_name;
+  const std::string pod_path = "/api/v1/namespaces/" + args.pod_namespace + "/pods/" + args.pod_name;
+  const std::string body = binding_json(args);
+  const auto deadline = Clock::now() + deadline_;
+  auto backoff = std::chrono::milliseconds(100);
+  ApiResponse res;
+  int attempts = 0;
+  while (true) {
+    ++attempts;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    res = api_->post(pod_path + "/binding", body, std::max(left, std::chrono::milliseconds(100)));
+    if (res.ok()) return "";
+    const bool retriable = res.status == 0 || res.status >= 500 || res.status == 429;
+    if (!retriable || Clock::now() + backoff >= deadline) break;
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+  }
+  switch (res.status) {
+    case 409: {
+      // Already bound: success if to this very node (a retried bind after a lost answer).
+      const ApiResponse current = api_->get(pod_path, std::chrono::seconds(2));
+      if (current.ok()) {
+        WireDecoder decoder;
+        try {
+          const PodRequest existing = decoder.decode_pod_object(current.body, schema_);
+          if (existing.node_name == args.node) return "";
+          if (!existing.node_name.empty())
+            return "pod " + pod + " is already bound to node " + std::string(existing.node_name) + ", not " + args.node;
+        } catch (const DecodeError&) {
+        }
+      }
+      return "cannot bind pod " + pod + " to " + args.node + ": conflict (" + res.describe() + ")";
+    }
+    case 404:
+      return "cannot bind pod " + pod + ": the pod no longer exists (" + res.describe() + ")";
+    case 401:
+      return "cannot bind pod " + pod + ": the API server refused the extender's credentials (401 Unauthorized)";
+    case 403:
+      return "cannot bind pod " + pod + ": forbidden; the extender's role needs create on pods/binding (" +
+             res.describe() + ")";
+    default:
+      return "cannot bind pod " + pod + " to " + args.node + " after " + std::to_string(attempts) +
+             " attempt(s): " + res.describe();
+  }
+}
+
+}  // namespace gpu_extender::kube

@@ -1,0 +1,28 @@
+#pragma once
+// Binder over the API server: creates the v1.Binding, retries 5xx and transport errors with backoff
+// inside a deadline, and turns each refusal into an error a person can act on.
+#include <chrono>
+#include <memory>
+
+#include "api_client.h"
+#include "gpu_extender/binder.h"
+#include "gpu_extender/view_schema.h"
+
+namespace gpu_extender::kube {
+
+class ApiBinder final : public Binder {
+ public:
+  ApiBinder(std::shared_ptr<const ApiClient> api, ViewSchema schema,
+            std::chrono::milliseconds deadline = std::chrono::seconds(4));
+  std::string bind(const BindingArgs& args) override;
+
+ private:
+  std::shared_ptr<const ApiClient> api_;
+  ViewSchema schema_;
+  std::chrono::milliseconds deadline_;
+};
+
+// The v1.Binding body (exposed for tests).
+std::string binding_json(const BindingArgs& args);
+
+}  // namespace gpu_extender::kube

@@ -1,0 +1,210 @@
+#include "api_client.h"
+
+#include <httplib.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace gpu_extender::kube {
+namespace {
+
+// An X509_STORE with every certificate of a PEM bundle; the SSL context takes ownership.
+X509_STORE* ca_store_from_pem(const std::string& pem) {
+  X509_STORE* store = X509_STORE_new();
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  STACK_OF(X509_INFO)* infos = PEM_X509_INFO_read_bio(bio, nullptr, nullptr, nullptr);
+  BIO_free(bio);
+  int added = 0;
+  if (infos) {
+    for (int i = 0; i < sk_X509_INFO_num(infos); ++i) {
+      X509_INFO* info = sk_X509_INFO_value(infos, i);
+      if (info->x509 && X509_STORE_add_cert(store, info->x509) == 1) ++added;
+    }
+    sk_X509_INFO_pop_free(infos, X509_INFO_free);
+  }
+  if (added == 0) {
+    X509_STORE_free(store);
+    throw KubeConfigError("the certificate authority holds no PEM certificate");
+  }
+  return store;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+std::string ApiResponse::describe() const {
+  if (status == 0) return error.empty() ? "no answer" : error;
+  std::string message;
+  // A Kubernetes Status object carries "message"; quote it when present, without a JSON parser here.
+  const size_t at = body.find("\"message\":\"");
+  if (at != std::string::npos) {
+    const size_t start = at + 11;
+    size_t end = start;
+    while (end < body.size() && body[end] != '"') end += body[end] == '\\' ? 2 : 1;
+    message = body.substr(start, std::min(end, body.size()) - start);
+  }
+  return "HTTP " + std::to_string(status) + (message.empty() ? "" : ": " + message);
+}
+
+ApiClient::ApiClient(ApiEndpoint endpoint) : endpoint_(std::move(endpoint)) {
+  std::string rest = endpoint_.server;
+  tls_ = rest.rfind("https://", 0) == 0;
+  rest = rest.substr(tls_ ? 8 : 7);
+  if (const size_t slash = rest.find('/'); slash != std::string::npos) rest = rest.substr(0, slash);
+  port_ = tls_ ? 443 : 80;
+  const size_t colon = rest.rfind(':');
+  if (colon != std::string::npos && rest.find(']', colon) == std::string::npos) {
+    port_ = std::atoi(rest.c_str() + colon + 1);
+    rest = rest.substr(0, colon);
+  }
+  if (!rest.empty() && rest.front() == '[') rest = rest.substr(1, rest.size() - 2);
+  host_ = rest;
+  if (!tls_ && !endpoint_.client_cert_pem.empty())
+    throw KubeConfigError("client certificates need an https:// API server");
+  if (tls_ && !endpoint_.ca_pem.empty()) X509_STORE_free(ca_store_from_pem(endpoint_.ca_pem));  // validate now
+}
+
+ApiClient::~ApiClient() = default;
+
+std::string ApiClient::token() const {
+  if (endpoint_.token_file.empty()) return endpoint_.token;
+  std::lock_guard<std::mutex> lock(token_mutex_);
+  struct stat st{};
+  const auto now = std::chrono::steady_clock::now();
+  long long stamp = -2;
+  if (stat(endpoint_.token_file.c_str(), &st) == 0)
+    stamp = (static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec) ^ st.st_size;
+  if (stamp != token_stamp_ || now - token_read_at_ > std::chrono::minutes(1)) {
+    std::ifstream in(endpoint_.token_file);
+    if (in) {
+      std::ostringstream text;
+      text << in.rdbuf();
+      cached_token_ = trim(text.str());
+      token_stamp_ = stamp;
+      token_read_at_ = now;
+    }
+  }
+  return cached_token_;
+}
+
+std::unique_ptr<httplib::ClientImpl> ApiClient::connect(std::chrono::milliseconds read_timeout) const {
+  std::unique_ptr<httplib::ClientImpl> client;
+  if (tls_) {
+    std::unique_ptr<httplib::SSLClient> ssl;
+    if (!endpoint_.client_cert_pem.empty()) {
+      BIO* cert_bio = BIO_new_mem_buf(endpoint_.client_cert_pem.data(), static_cast<int>(endpoint_.client_cert_pem.size()));
+      BIO* key_bio = BIO_new_mem_buf(endpoint_.client_key_pem.data(), static_cast<int>(endpoint_.client_key_pem.size()));
+      X509* cert = PEM_read_bio_X509(cert_bio, nullptr, nullptr, nullptr);
+      EVP_PKEY* key = PEM_read_bio_PrivateKey(key_bio, nullptr, nullptr, nullptr);
+      BIO_free(cert_bio);
+      BIO_free(key_bio);
+      if (!cert || !key) {
+        X509_free(cert);
+        EVP_PKEY_free(key);
+        throw KubeConfigError("the client certificate or key is not valid PEM");
+      }
+      ssl = std::make_unique<httplib::SSLClient>(host_, port_, cert, key);  // the context takes references
+      X509_free(cert);
+      EVP_PKEY_free(key);
+    } else {
+      ssl = std::make_unique<httplib::SSLClient>(host_, port_);
+    }
+    if (!endpoint_.ca_pem.empty()) ssl->set_ca_cert_store(ca_store_from_pem(endpoint_.ca_pem));
+    ssl->enable_server_certificate_verification(!endpoint_.insecure_skip_tls_verify);
+    client = std::move(ssl);
+  } else {
+    client = std::make_unique<httplib::ClientImpl>(host_, port_);
+  }
+  client->set_connection_timeout(std::chrono::seconds(5));
+  client->set_read_timeout(read_timeout);
+  client->set_write_timeout(std::chrono::seconds(10));
+  if (const std::string token = this->token(); !token.empty()) client->set_bearer_token_auth(token);
+  return client;
+}
+
+ApiResponse ApiClient::get(const std::string& path, std::chrono::milliseconds timeout) const {
+  ApiResponse out;
+  auto client = connect(timeout);
+  const httplib::Headers headers{{"Accept", "application/json"}};
+  if (auto res = client->Get(path.c_str(), headers)) {
+    out.status = res->status;
+    out.body = std::move(res->body);
+  } else {
+    out.error = httplib::to_string(res.error());
+  }
+  return out;
+}
+
+ApiResponse ApiClient::post(const std::string& path, const std::string& json, std::chrono::milliseconds timeout) const {
+  ApiResponse out;
+  auto client = connect(timeout);
+  const httplib::Headers headers{{"Accept", "application/json"}};
+  if (auto res = client->Post(path.c_str(), headers, json, "application/json")) {
+    out.status = res->status;
+    out.body = std::move(res->body);
+  } else {
+    out.error = httplib::to_string(res.error());
+  }
+  return out;
+}
+
+ApiResponse ApiClient::watch(const std::string& path, const std::function<bool(std::string_view)>& on_line,
+                             std::chrono::milliseconds idle_timeout) const {
+  ApiResponse out;
+  if (cancelled_) {
+    out.error = "cancelled";
+    return out;
+  }
+  auto client = connect(idle_timeout);
+  {
+    std::lock_guard<std::mutex> lock(watches_mutex_);
+    watches_.push_back(client.get());
+  }
+  std::string pending;
+  int status = 0;
+  const httplib::Headers headers{{"Accept", "application/json"}};
+  auto res = client->Get(
+      path.c_str(), headers,
+      [&](const httplib::Response& response) {
+        status = response.status;
+        return true;
+      },
+      [&](const char* data, size_t length) {
+        if (status != 200) {  // an error answer: keep its body for describe()
+          out.body.append(data, length);
+          return true;
+        }
+        pending.append(data, length);
+        size_t start = 0;
+        for (size_t nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n', start)) {
+          if (!on_line(std::string_view(pending).substr(start, nl - start))) return false;
+          start = nl + 1;
+        }
+        pending.erase(0, start);
+        return !cancelled_;
+      });
+  {
+    std::lock_guard<std::mutex> lock(watches_mutex_);
+    watches_.erase(std::remove(watches_.begin(), watches_.end(), client.get()), watches_.end());
+  }
+  out.status = status;
+  if (!res) out.error = httplib::to_string(res.error());
+  else if (!pending.empty() && status == 200) on_line(pending);  // a last line without its newline
+  return out;
+}
+
+void ApiClient::cancel() {
+  cancelled_ = true;
+  std::lock_guard<std::mutex> lock(watches_mutex_);
+  for (httplib::ClientImpl* client : watches_) client->stop();
+}
+
+}  // namespace gpu_extender::kube

@@ -1,0 +1,24 @@
+#include "gpu_extender/node_source.h"
+
+namespace gpu_extender {
+
+std::shared_ptr<const CachedNode> CachedNode::copy_of(const NodeView& decoded) {
+  auto node = std::shared_ptr<CachedNode>(new CachedNode());
+  node->view_ = decoded;
+  node->view_.raw_json = {};  // the cache does not keep node bytes: names mode never echoes them
+  node->name_ = decoded.name;
+  node->view_.name = node->name_;
+  auto own = [](const std::optional<std::string_view>& from, std::string& storage,
+                std::optional<std::string_view>& to) {
+    if (!from) return;
+    storage = *from;
+    to = storage;
+  };
+  own(decoded.gpu_model, node->model_, node->view_.gpu_model);
+  own(decoded.gpu_memory, node->memory_, node->view_.gpu_memory);
+  own(decoded.gpu_count, node->count_, node->view_.gpu_count);
+  own(decoded.gpu_utilization, node->utilization_, node->view_.gpu_utilization);
+  return node;
+}
+
+}  // namespace gpu_extender

@@ -1,0 +1,175 @@
+#include "gpu_extender/cluster_view.h"
+
+#include <mutex>
+
+namespace gpu_extender {
+namespace {
+constexpr size_t kMaxPending = 4096;  // pods between /filter and /bind; more is a flood, not a queue
+}
+
+ClusterView::ClusterView(std::chrono::milliseconds assume_ttl) : assume_ttl_(assume_ttl) {}
+
+void ClusterView::touch() {
+  last_event_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+void ClusterView::add_usage(const std::string& node, const ResourceAmounts& amounts, bool add) {
+  ResourceAmounts& used = used_[node];
+  if (add) used.add(amounts);
+  else used.subtract(amounts);
+}
+
+void ClusterView::upsert_node(const NodeView& node) {
+  auto cached = CachedNode::copy_of(node);
+  std::unique_lock lock(mutex_);
+  nodes_[std::string(node.name)] = std::move(cached);
+}
+
+void ClusterView::delete_node(std::string_view name) {
+  std::unique_lock lock(mutex_);
+  if (auto it = nodes_.find(name); it != nodes_.end()) nodes_.erase(it);
+}
+
+void ClusterView::forget_assumed(std::string_view uid) {
+  auto it = assumed_.find(uid);
+  if (it == assumed_.end()) return;
+  add_usage(it->second.node, it->second.requests, false);
+  assumed_.erase(it);
+}
+
+void ClusterView::upsert_pod(const PodRequest& pod) {
+  if (pod.uid.empty()) return;
+  std::unique_lock lock(mutex_);
+  forget_assumed(pod.uid);  // the watch has its own word on this pod now
+  if (auto it = pods_.find(pod.uid); it != pods_.end()) {
+    add_usage(it->second.node, it->second.requests, false);
+    pods_.erase(it);
+  }
+  if (pod.node_name.empty() || pod.terminated()) return;
+  PodEntry entry{std::string(pod.node_name), pod.requests};
+  add_usage(entry.node, entry.requests, true);
+  pods_.emplace(std::string(pod.uid), std::move(entry));
+}
+
+void ClusterView::delete_pod(std::string_view uid) {
+  std::unique_lock lock(mutex_);
+  forget_assumed(uid);
+  if (auto it = pods_.find(uid); it != pods_.end()) {
+    add_usage(it->second.node, it->second.requests, false);
+    pods_.erase(it);
+  }
+}
+
+void ClusterView::replace_nodes(const std::vector<std::shared_ptr<const CachedNode>>& nodes) {
+  std::unique_lock lock(mutex_);
+  nodes_.clear();
+  for (const auto& node : nodes) nodes_[std::string(node->view().name)] = node;
+}
+
+void ClusterView::replace_pods(const std::vector<BoundPod>& pods) {
+  std::unique_lock lock(mutex_);
+  pods_.clear();
+  used_.clear();
+  for (const BoundPod& pod : pods) {
+    add_usage(pod.node, pod.requests, true);
+    pods_.emplace(pod.uid, PodEntry{pod.node, pod.requests});
+  }
+  // Assumed pods stay counted (the list may predate their binding), unless the list has them now.
+  for (auto it = assumed_.begin(); it != assumed_.end();) {
+    if (pods_.count(it->first)) {
+      it = assumed_.erase(it);
+    } else {
+      add_usage(it->second.node, it->second.requests, true);
+      ++it;
+    }
+  }
+}
+
+void ClusterView::mark_nodes_synced() { nodes_synced_ = true; }
+void ClusterView::mark_pods_synced() { pods_synced_ = true; }
+
+void ClusterView::assume_pod(const std::string& uid, const std::string& node, const ResourceAmounts& requests) {
+  std::unique_lock lock(mutex_);
+  if (pods_.count(uid)) return;  // the watch was faster: already counted
+  forget_assumed(uid);
+  assumed_[uid] = Assumed{node, requests, Clock::now() + assume_ttl_};
+  add_usage(node, requests, true);
+}
+
+size_t ClusterView::expire_assumed(Clock::time_point now) {
+  std::unique_lock lock(mutex_);
+  size_t expired = 0;
+  for (auto it = assumed_.begin(); it != assumed_.end();) {
+    if (it->second.expires <= now) {
+      add_usage(it->second.node, it->second.requests, false);
+      it = assumed_.erase(it);
+      ++expired;
+    } else {
+      ++it;
+    }
+  }
+  return expired;
+}
+
+void ClusterView::remember_pending(const PodRequest& pod) {
+  if (pod.uid.empty()) return;
+  std::unique_lock lock(mutex_);
+  if (pending_.size() >= kMaxPending) pending_.clear();
+  pending_[std::string(pod.uid)] = pod.requests;
+}
+
+std::optional<ResourceAmounts> ClusterView::pending_requests(std::string_view uid) const {
+  std::shared_lock lock(mutex_);
+  auto it = pending_.find(uid);
+  if (it == pending_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<ResourceAmounts> ClusterView::used_on(std::string_view node) const {
+  std::shared_lock lock(mutex_);
+  auto it = used_.find(node);
+  return it == used_.end() ? ResourceAmounts{} : it->second;
+}
+
+std::string ClusterView::describe() const {
+  const Stats s = stats();
+  return "Kubernetes API watch (" + std::to_string(s.nodes) + " nodes, " + std::to_string(s.pods) +
+         " pods holding resources, " + std::to_string(s.assumed) + " assumed" + (ready() ? "" : ", not synced yet") +
+         ")";
+}
+
+void ClusterView::find_nodes(std::span<const std::string_view> names,
+                             std::vector<std::shared_ptr<const CachedNode>>& out) const {
+  out.clear();
+  out.reserve(names.size());
+  std::shared_lock lock(mutex_);
+  for (std::string_view name : names) {
+    auto it = nodes_.find(name);
+    out.push_back(it == nodes_.end() ? nullptr : it->second);
+  }
+}
+
+std::optional<std::pair<std::string, ResourceAmounts>> ClusterView::pod_usage(std::string_view uid) const {
+  std::shared_lock lock(mutex_);
+  if (auto it = pods_.find(uid); it != pods_.end()) return std::make_pair(it->second.node, it->second.requests);
+  if (auto it = assumed_.find(uid); it != assumed_.end()) return std::make_pair(it->second.node, it->second.requests);
+  return std::nullopt;
+}
+
+ClusterView::Stats ClusterView::stats() const {
+  Stats s;
+  {
+    std::shared_lock lock(mutex_);
+    s.nodes = nodes_.size();
+    s.pods = pods_.size();
+    s.assumed = assumed_.size();
+  }
+  const int64_t last = last_event_ns_;
+  if (last != 0) {
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+    s.seconds_since_event = static_cast<double>(now - last) / 1e9;
+  }
+  return s;
+}
+
+}  // namespace gpu_extender

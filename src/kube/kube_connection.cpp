@@ -1,0 +1,56 @@
+#include "gpu_extender/kube_connection.h"
+
+#include <spdlog/spdlog.h>
+
+#include "api_binder.h"
+#include "api_client.h"
+#include "reflector.h"
+
+namespace gpu_extender {
+
+KubeConnection::KubeConnection(ApiEndpoint endpoint, const ViewSchema& schema, KubeOptions options)
+    : api_(std::make_shared<kube::ApiClient>(std::move(endpoint))),
+      view_(std::make_shared<ClusterView>(options.assume_ttl)),
+      binder_(std::make_shared<kube::ApiBinder>(api_, schema)),
+      options_(options) {
+  kube::ReflectorOptions reflector_options;
+  reflector_options.watch_timeout = options.watch_timeout;
+  reflector_options.idle_timeout = std::chrono::milliseconds(options.watch_timeout) + std::chrono::seconds(60);
+  for (auto kind : {kube::Reflector::Kind::kNodes, kube::Reflector::Kind::kPods})
+    reflectors_.push_back(std::make_unique<kube::Reflector>(kind, api_, view_, schema, reflector_options));
+}
+
+KubeConnection::~KubeConnection() { stop(); }
+
+const ApiEndpoint& KubeConnection::endpoint() const { return api_->endpoint(); }
+
+void KubeConnection::start() {
+  for (auto& reflector : reflectors_) threads_.emplace_back([r = reflector.get()] { r->run(); });
+  threads_.emplace_back([this] {
+    bool stale_logged = false;
+    while (!stopping_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      if (const size_t expired = view_->expire_assumed())
+        spdlog::info("cluster view: {} assumed pod(s) expired without the watch confirming them", expired);
+      const ClusterView::Stats s = view_->stats();
+      const bool stale = s.seconds_since_event > static_cast<double>(options_.stale_after.count());
+      if (stale && !stale_logged) {
+        spdlog::warn("cluster view: no event from the API server for {:.0f}s; answering from the last view",
+                     s.seconds_since_event);
+      } else if (!stale && stale_logged) {
+        spdlog::info("cluster view: events flowing again");
+      }
+      stale_logged = stale;
+    }
+  });
+}
+
+void KubeConnection::stop() {
+  if (stopping_.exchange(true)) return;
+  for (auto& reflector : reflectors_) reflector->stop();
+  api_->cancel();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+}
+
+}  // namespace gpu_extender

@@ -1,0 +1,184 @@
+#include "reflector.h"
+
+#include <spdlog/spdlog.h>
+
+#include <random>
+
+namespace gpu_extender::kube {
+namespace {
+
+// Only pods on a node hold resources there: "spec.nodeName!=" keeps pending pods out of the view.
+constexpr const char* kPodsPath = "/api/v1/pods?fieldSelector=spec.nodeName%21%3D";
+constexpr const char* kNodesPath = "/api/v1/nodes?";
+
+std::string url_escape(const std::string& text) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 15]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Reflector::Reflector(Kind kind, std::shared_ptr<const ApiClient> api, std::shared_ptr<ClusterView> view,
+                     ViewSchema schema, ReflectorOptions options)
+    : kind_(kind), api_(std::move(api)), view_(std::move(view)), schema_(std::move(schema)), options_(options) {}
+
+void Reflector::stop() {
+  stopping_ = true;
+  std::lock_guard<std::mutex> lock(sleep_mutex_);
+  sleep_cv_.notify_all();
+}
+
+void Reflector::sleep_for(std::chrono::milliseconds duration) {
+  std::unique_lock<std::mutex> lock(sleep_mutex_);
+  sleep_cv_.wait_for(lock, duration, [this] { return stopping_.load(); });
+}
+
+void Reflector::run() {
+  std::mt19937 jitter(std::random_device{}());
+  auto backoff = options_.min_backoff;
+  bool need_list = true;
+  while (!stopping_) {
+    bool ok = true;
+    if (need_list) {
+      ok = list();
+      need_list = !ok;
+    }
+    if (ok) {
+      switch (watch()) {
+        case WatchEnd::kResume:  // the server closed the stream normally: resume from where we are
+          backoff = options_.min_backoff;
+          continue;
+        case WatchEnd::kRelist:
+          ++counters_.relists_after_gone;
+          need_list = true;
+          backoff = options_.min_backoff;
+          continue;
+        case WatchEnd::kFailed:
+          ok = false;
+          break;
+      }
+    }
+    if (stopping_) break;
+    ++counters_.failures;
+    // Exponential backoff with jitter, so replicas do not reconnect in lockstep after an outage.
+    const auto wait = backoff / 2 + std::chrono::milliseconds(jitter() % (backoff.count() / 2 + 1));
+    sleep_for(wait);
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  }
+}
+
+bool Reflector::list() {
+  ++counters_.lists;
+  std::string continue_token;
+  std::vector<ClusterView::BoundPod> pods;
+  std::vector<std::shared_ptr<const CachedNode>> nodes;
+  ListMeta meta;
+  do {
+    std::string path = std::string(kind_ == Kind::kPods ? kPodsPath : kNodesPath) +
+                       "&limit=" + std::to_string(options_.page_size);
+    if (!continue_token.empty()) path += "&continue=" + url_escape(continue_token);
+    const ApiResponse res = api_->get(path, std::chrono::seconds(60));
+    if (!res.ok()) {
+      spdlog::warn("cluster view: list {} failed: {}", name(), res.describe());
+      return false;
+    }
+    try {
+      if (kind_ == Kind::kPods) {
+        meta = decoder_.decode_pod_list(res.body, schema_, [&](const PodRequest& pod) {
+          if (pod.node_name.empty() || pod.terminated() || pod.uid.empty()) return;
+          pods.push_back({std::string(pod.uid), std::string(pod.node_name), pod.requests});
+        });
+      } else {
+        meta = decoder_.decode_node_list(res.body, schema_,
+                                         [&](const NodeView& node) { nodes.push_back(CachedNode::copy_of(node)); });
+      }
+    } catch (const DecodeError& e) {
+      spdlog::error("cluster view: list {} answered something unreadable: {}", name(), e.what());
+      return false;
+    }
+    continue_token = meta.continue_token;
+  } while (!continue_token.empty() && !stopping_);
+  if (kind_ == Kind::kPods) {
+    view_->replace_pods(pods);
+    view_->mark_pods_synced();
+    spdlog::info("cluster view: listed {} pods holding resources (resourceVersion {})", pods.size(),
+                 meta.resource_version);
+  } else {
+    view_->replace_nodes(nodes);
+    view_->mark_nodes_synced();
+    spdlog::info("cluster view: listed {} nodes (resourceVersion {})", nodes.size(), meta.resource_version);
+  }
+  resource_version_ = meta.resource_version;
+  view_->touch();
+  return true;
+}
+
+bool Reflector::apply_event(std::string_view line, WatchEnd& end) {
+  if (line.empty() || line == "\r") return true;
+  ++counters_.events;
+  try {
+    WatchEventHeader header;
+    if (kind_ == Kind::kPods) {
+      PodRequest pod;
+      header = decoder_.decode_pod_event(line, schema_, pod);
+      if (header.type == "ADDED" || header.type == "MODIFIED") view_->upsert_pod(pod);
+      else if (header.type == "DELETED") view_->delete_pod(pod.uid);
+    } else {
+      NodeView node;
+      header = decoder_.decode_node_event(line, schema_, node);
+      if (header.type == "ADDED" || header.type == "MODIFIED") view_->upsert_node(node);
+      else if (header.type == "DELETED") view_->delete_node(node.name);
+    }
+    if (header.type == "ERROR") {
+      spdlog::warn("cluster view: watch {} ended with an error event: {} {}", name(), header.error_code,
+                   header.error_message);
+      end = header.error_code == 410 ? WatchEnd::kRelist : WatchEnd::kFailed;
+      return false;
+    }
+    if (!header.resource_version.empty()) resource_version_ = header.resource_version;
+    view_->touch();
+  } catch (const DecodeError& e) {
+    // One unreadable event must not stop the view; a relist will set it right.
+    spdlog::error("cluster view: unreadable {} watch event ({}); relisting", name(), e.what());
+    end = WatchEnd::kRelist;
+    return false;
+  }
+  return true;
+}
+
+Reflector::WatchEnd Reflector::watch() {
+  ++counters_.watches;
+  const std::string path = std::string(kind_ == Kind::kPods ? kPodsPath : kNodesPath) +
+                           "&watch=1&allowWatchBookmarks=true&resourceVersion=" + url_escape(resource_version_) +
+                           "&timeoutSeconds=" + std::to_string(options_.watch_timeout.count());
+  WatchEnd end = WatchEnd::kResume;
+  const ApiResponse res =
+      api_->watch(path, [&](std::string_view line) { return !stopping_ && apply_event(line, end); },
+                  options_.idle_timeout);
+  if (end != WatchEnd::kResume) return end;
+  if (res.status == 410) return WatchEnd::kRelist;
+  if (stopping_) return WatchEnd::kResume;
+  if (res.status != 200) {
+    spdlog::warn("cluster view: watch {} failed: {}", name(), res.describe());
+    return WatchEnd::kFailed;
+  }
+  if (!res.error.empty()) {
+    // The stream broke mid-way: resume from the last version seen, after a backoff.
+    spdlog::warn("cluster view: watch {} dropped ({}); resuming from resourceVersion {}", name(), res.error,
+                 resource_version_);
+    return WatchEnd::kFailed;
+  }
+  return WatchEnd::kResume;
+}
+
+}  // namespace gpu_extender::kube

@@ -1,0 +1,65 @@
+#pragma once
+// List-then-watch of one kind of object (pods on nodes, or nodes) into the ClusterView, as client-go's
+// reflector does: a paginated LIST gives a resourceVersion, a WATCH from there streams changes
+// (with bookmarks), a dropped stream resumes from the last version seen, and "410 Gone" (or an ERROR
+// event) means the version is too old: list again. Failures back off exponentially, capped.
+//
+// Thread-safe: run() is the loop of one dedicated thread; stop() may be called from any thread.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "api_client.h"
+#include "gpu_extender/cluster_view.h"
+#include "gpu_extender/wire.h"
+
+namespace gpu_extender::kube {
+
+struct ReflectorOptions {
+  std::chrono::seconds watch_timeout{300};         // asked of the server (timeoutSeconds)
+  std::chrono::milliseconds idle_timeout{360000};  // nothing at all for this long: reconnect
+  std::chrono::milliseconds min_backoff{200};
+  std::chrono::milliseconds max_backoff{30000};
+  size_t page_size = 500;
+};
+
+class Reflector {
+ public:
+  enum class Kind { kPods, kNodes };
+  Reflector(Kind kind, std::shared_ptr<const ApiClient> api, std::shared_ptr<ClusterView> view, ViewSchema schema,
+            ReflectorOptions options = {});
+
+  void run();
+  void stop();
+
+  struct Counters {
+    std::atomic<uint64_t> lists{0}, watches{0}, events{0}, relists_after_gone{0}, failures{0};
+  };
+  const Counters& counters() const { return counters_; }
+  const char* name() const { return kind_ == Kind::kPods ? "pods" : "nodes"; }
+
+ private:
+  enum class WatchEnd { kResume, kRelist, kFailed };
+  bool list();
+  WatchEnd watch();
+  bool apply_event(std::string_view line, WatchEnd& end);
+  void sleep_for(std::chrono::milliseconds duration);
+
+  Kind kind_;
+  std::shared_ptr<const ApiClient> api_;
+  std::shared_ptr<ClusterView> view_;
+  ViewSchema schema_;
+  ReflectorOptions options_;
+  std::string resource_version_;
+  Counters counters_;
+  WireDecoder decoder_;
+
+  std::atomic<bool> stopping_{false};
+  std::mutex sleep_mutex_;
+  std::condition_variable sleep_cv_;
+};
+
+}  // namespace gpu_extender::kube
