@@ -1,0 +1,111 @@
+#pragma once
+// A fake Kubernetes API server for tests, speaking the real formats over TLS with a bearer token:
+// List objects with metadata.resourceVersion (paginated with limit/continue), newline-delimited
+// WatchEvent streams (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR), 410 Gone for a compacted
+// resourceVersion, GET of a pod, and POST .../binding answering 201, 404 and 409 as the real one does.
+// Faults on demand: failing binds, dropped watch streams, ERROR events, slow answers.
+#include <httplib.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace test_support {
+
+using nlohmann::json;
+
+// A self-signed certificate for 127.0.0.1, made once per test process with the openssl command.
+struct TestCertificate {
+  std::string dir, cert_file, key_file;
+  static const TestCertificate& get();
+};
+
+class FakeApiServer {
+ public:
+  FakeApiServer();
+  ~FakeApiServer();
+
+  int port() const { return port_; }
+  std::string url() const { return "https://127.0.0.1:" + std::to_string(port_); }
+
+  // Tokens the server accepts (others get 401).
+  void accept_tokens(std::set<std::string> tokens);
+
+  // Objects. Each change gets the next resourceVersion and an event for watchers.
+  void put_node(json node);
+  void delete_node(const std::string& name);
+  void put_pod(json pod);
+  void delete_pod(const std::string& ns, const std::string& name);
+  json pod(const std::string& ns, const std::string& name) const;
+
+  // Faults.
+  void fail_next_binds(int count, int status);  // then behave normally
+  void forbid_binds(bool forbid);               // 403
+  void silent_binds(bool silent);               // bind without emitting a watch event
+  void drop_watches();                          // end every open watch stream abruptly
+  void send_error_event(int code);              // an ERROR event on every open watch, then close it
+  void compact();                               // history before now is gone: old versions get 410
+  void send_bookmarks();
+  void delay_lists(std::chrono::milliseconds delay);
+
+  struct Binding {
+    std::string ns, name, uid, node;
+  };
+  std::vector<Binding> bindings() const;
+  int list_requests(const std::string& resource) const;
+  int watch_requests(const std::string& resource) const;
+  std::vector<std::string> seen_tokens() const;
+  std::string last_watch_query(const std::string& resource) const;
+
+ private:
+  struct Event {
+    uint64_t rv;
+    std::string resource;  // "pods" | "nodes"
+    std::string type;
+    json object;
+  };
+  bool authorised(const httplib::Request& req, httplib::Response& res);
+  void record(const std::string& resource, const std::string& type, json object);
+  void list(const std::string& resource, const httplib::Request& req, httplib::Response& res);
+  void watch(const std::string& resource, const httplib::Request& req, httplib::Response& res);
+  void bind(const httplib::Request& req, httplib::Response& res, const std::string& ns, const std::string& name);
+  static bool matches(const std::string& resource, const json& object, const httplib::Request& req);
+  static json status(int code, const std::string& reason, const std::string& message);
+
+  httplib::SSLServer server_;
+  std::thread thread_;
+  int port_ = 0;
+
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  uint64_t rv_ = 100;
+  uint64_t compacted_rv_ = 0;
+  std::map<std::string, json> nodes_;  // by name
+  std::map<std::string, json> pods_;   // by ns/name
+  std::vector<Event> events_;
+  std::set<std::string> tokens_{"test-token"};
+  std::vector<std::string> seen_tokens_;
+  std::vector<Binding> bindings_;
+  std::map<std::string, int> lists_, watches_;
+  std::map<std::string, std::string> last_watch_query_;
+  int fail_binds_ = 0, fail_status_ = 500;
+  bool forbid_ = false, silent_ = false;
+  uint64_t drop_generation_ = 0, error_generation_ = 0, bookmark_generation_ = 0;
+  int error_code_ = 410;
+  std::chrono::milliseconds list_delay_{0};
+  std::atomic<bool> stopping_{false};
+};
+
+// Small builders of Kubernetes objects as the API server returns them.
+json make_node(const std::string& name, const std::string& model, int gpus, int aaa = 0, int bbb = 0,
+               const std::string& memory = "40960");
+json make_pod(const std::string& ns, const std::string& name, const std::string& uid, const std::string& node,
+              int gpus, int aaa = 0, const std::string& phase = "Running");
+
+}  // namespace test_support

@@ -1,0 +1,270 @@
+// The real binary against a fake API server over TLS with a bearer token: cluster view, names mode,
+// /bind, assumed pods, token rotation, relists, /preempt.
+#include <catch2/catch.hpp>
+#include <fstream>
+
+#include "../unit/test_support.h"
+#include "extender_process.h"
+#include "fake_api_server.h"
+
+using nlohmann::json;
+using test_support::ExtenderProcess;
+using test_support::FakeApiServer;
+using test_support::make_node;
+using test_support::make_pod;
+
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/gpu-extender-kube-XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::system(("rm -rf " + path_).c_str()); }
+  std::string file(const std::string& name, const std::string& content) const {
+    const std::string p = path_ + "/" + name;
+    std::ofstream(p) << content;
+    return p;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout = std::chrono::seconds(15)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  return condition();
+}
+
+json post_json(ExtenderProcess& p, const std::string& path, const json& body, int* status = nullptr) {
+  httplib::Client client("127.0.0.1", p.port());
+  client.set_read_timeout(std::chrono::seconds(20));
+  auto res = client.Post(path.c_str(), body.dump(), "application/json");
+  REQUIRE(res);
+  if (status) *status = res->status;
+  return json::parse(res->body);
+}
+
+json gpu_pod(const std::string& name, const std::string& uid, int gpus) {
+  json pod = make_pod("ml", name, uid, "", gpus);
+  pod["metadata"]["annotations"] = {{"gpu.nvidia.com/model", "A100"}};
+  pod["status"]["phase"] = "Pending";
+  return pod;
+}
+
+// A small cluster: GPU nodes of two models, one with bbb, and pods holding some of them.
+struct Cluster {
+  FakeApiServer api;
+  TempDir dir;
+  std::string token_file = dir.file("token", "test-token\n");
+  std::vector<json> nodes = {make_node("a100-8", "A100", 8), make_node("a100-4", "A100", 4),
+                             make_node("t4-4", "T4", 4, 0, 0, "16384"), make_node("bbb-node", "A100", 4, 0, 1)};
+  Cluster() {
+    for (const auto& n : nodes) api.put_node(n);
+    api.put_pod(make_pod("ml", "busy", "uid-busy", "a100-8", 6));
+    api.put_pod(make_pod("ml", "done", "uid-done", "a100-4", 4, 0, "Succeeded"));
+    api.put_pod(make_pod("ml", "waiting", "uid-waiting", "", 8, 0, "Pending"));
+  }
+  std::vector<std::string> args(std::vector<std::string> extra = {}) const {
+    std::vector<std::string> a{"--kube-api-server", api.url(), "--kube-token-file", token_file, "--kube-ca-file",
+                               test_support::TestCertificate::get().cert_file};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+  json names_args(const json& pod) const {
+    json names = json::array();
+    for (const auto& n : nodes) names.push_back(n["metadata"]["name"]);
+    return {{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", names}};
+  }
+  json full_args(const json& pod) const {
+    return {{"Pod", pod}, {"Nodes", {{"metadata", json::object()}, {"items", nodes}}}, {"NodeNames", nullptr}};
+  }
+};
+
+bool ready(ExtenderProcess& p) {
+  httplib::Client client("127.0.0.1", p.port());
+  auto res = client.Get("/readyz");
+  return res && res->status == 200;
+}
+
+std::string failure_of(const json& filter_result, const std::string& node) {
+  for (const char* key : {"FailedNodes", "FailedAndUnresolvableNodes"})
+    if (filter_result[key].is_object() && filter_result[key].contains(node)) return filter_result[key][node];
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("kube: not ready until the first list, then names mode equals full mode") {
+  Cluster c;
+  c.api.delay_lists(std::chrono::milliseconds(1500));
+  ExtenderProcess p(c.args());
+  CHECK_FALSE(ready(p));
+  REQUIRE(eventually([&] { return ready(p); }));
+  CHECK(c.api.list_requests("pods") >= 1);
+  CHECK(c.api.list_requests("nodes") >= 1);
+
+  const json pod = gpu_pod("train", "uid-train", 4);
+  json names_body = c.names_args(pod);
+  names_body["NodeNames"].push_back("ghost");
+  const json by_name = post_json(p, "/filter", names_body);
+  const json by_object = post_json(p, "/filter", c.full_args(pod));
+  CHECK(by_name["Error"] == "");
+  CHECK(by_name["Nodes"].is_null());
+  CHECK(by_name["NodeNames"] == json::array({"a100-4"}));  // the Succeeded pod on a100-4 holds nothing
+  CHECK(by_name["NodeNames"] == by_object["NodeNames"]);
+  for (const std::string node : {"a100-8", "t4-4", "bbb-node"}) CHECK(failure_of(by_name, node) == failure_of(by_object, node));
+  CHECK(failure_of(by_name, "a100-8") == "only 2 of 8 GPUs free; pod requests 4");
+  CHECK(by_name["FailedNodes"]["ghost"].get<std::string>().find("not in the extender's node cache") != std::string::npos);
+
+  const json scores_by_name = post_json(p, "/prioritize", c.names_args(pod));
+  const json scores_by_object = post_json(p, "/prioritize", c.full_args(pod));
+  CHECK(scores_by_name == scores_by_object);
+}
+
+TEST_CASE("kube: watch events move usage") {
+  Cluster c;
+  ExtenderProcess p(c.args());
+  REQUIRE(eventually([&] { return ready(p); }));
+  const json body = c.names_args(gpu_pod("train", "uid-train", 4));
+  CHECK(failure_of(post_json(p, "/filter", body), "a100-4").empty());
+  c.api.put_pod(make_pod("ml", "grab", "uid-grab", "a100-4", 4));
+  CHECK(eventually([&] { return failure_of(post_json(p, "/filter", body), "a100-4") == "only 0 of 4 GPUs free; pod requests 4"; }));
+  c.api.put_pod(make_pod("ml", "grab", "uid-grab", "a100-4", 4, 0, "Succeeded"));
+  CHECK(eventually([&] { return failure_of(post_json(p, "/filter", body), "a100-4").empty(); }));
+  c.api.delete_pod("ml", "busy");  // 6 GPUs on a100-8 come free
+  CHECK(eventually([&] { return failure_of(post_json(p, "/filter", body), "a100-8").empty(); }));
+  c.api.put_node(make_node("a100-4", "T4", 4, 0, 0, "16384"));  // relabelled
+  CHECK(eventually([&] { return failure_of(post_json(p, "/filter", body), "a100-4") == "gpu model T4 does not match requested A100"; }));
+}
+
+TEST_CASE("kube: /bind creates the Binding; the pod counts at once, until the TTL") {
+  Cluster c;
+  ExtenderProcess p(c.args({"--assume-ttl-seconds", "2"}));
+  REQUIRE(eventually([&] { return ready(p); }));
+  const json pending = gpu_pod("train", "uid-train", 4);
+  c.api.put_pod(pending);
+  c.api.silent_binds(true);  // the watch will not confirm: only the assumption counts the pod
+  post_json(p, "/filter", c.names_args(pending));  // the scheduler filters before it binds
+  const json result = post_json(p, "/bind", {{"PodName", "train"}, {"PodNamespace", "ml"}, {"PodUID", "uid-train"}, {"Node", "a100-4"}});
+  CHECK(result["Error"] == "");
+  REQUIRE(c.api.bindings().size() == 1);
+  CHECK(c.api.bindings()[0].node == "a100-4");
+  CHECK(c.api.bindings()[0].uid == "uid-train");
+
+  const json next = c.names_args(gpu_pod("next", "uid-next", 4));
+  CHECK(failure_of(post_json(p, "/filter", next), "a100-4") == "only 0 of 4 GPUs free; pod requests 4");
+  CHECK(eventually([&] { return failure_of(post_json(p, "/filter", next), "a100-4").empty(); }, std::chrono::seconds(6)));
+  CHECK(p.log().find("assumed pod(s) expired") != std::string::npos);
+
+  // Bound already, to the same node: success. To another node: a clear error. A pod that is gone: too.
+  CHECK(post_json(p, "/bind", {{"PodName", "train"}, {"PodNamespace", "ml"}, {"PodUID", "uid-train"}, {"Node", "a100-4"}})["Error"] == "");
+  CHECK(post_json(p, "/bind", {{"PodName", "train"}, {"PodNamespace", "ml"}, {"PodUID", "uid-train"}, {"Node", "a100-8"}})["Error"] ==
+        "pod ml/train is already bound to node a100-4, not a100-8");
+  CHECK(post_json(p, "/bind", {{"PodName", "gone"}, {"PodNamespace", "ml"}, {"PodUID", "u"}, {"Node", "a100-8"}})["Error"]
+            .get<std::string>()
+            .find("the pod no longer exists") != std::string::npos);
+}
+
+TEST_CASE("kube: /bind retries 5xx, and explains 403 and 401; the token file is re-read") {
+  Cluster c;
+  ExtenderProcess p(c.args());
+  REQUIRE(eventually([&] { return ready(p); }));
+  auto bind = [&](const std::string& name) {
+    c.api.put_pod(gpu_pod(name, "uid-" + name, 1));
+    return post_json(p, "/bind", {{"PodName", name}, {"PodNamespace", "ml"}, {"PodUID", "uid-" + name}, {"Node", "a100-8"}})["Error"]
+        .get<std::string>();
+  };
+  c.api.fail_next_binds(2, 500);
+  CHECK(bind("retried") == "");
+  c.api.fail_next_binds(1000, 503);
+  CHECK(bind("unavailable").find("HTTP 503: etcd is having a bad day") != std::string::npos);
+  c.api.fail_next_binds(0, 500);
+  c.api.forbid_binds(true);
+  CHECK(bind("forbidden").find("forbidden; the extender's role needs create on pods/binding") != std::string::npos);
+  c.api.forbid_binds(false);
+
+  // The projected token rotates: the file changes, the old token stops working, the next call works.
+  c.api.accept_tokens({"rotated-token"});
+  c.dir.file("token", "rotated-token\n");
+  CHECK(bind("after-rotation") == "");
+  CHECK(c.api.seen_tokens().back() == "rotated-token");
+  c.api.accept_tokens({"someone-else"});
+  CHECK(bind("refused").find("refused the extender's credentials (401 Unauthorized)") != std::string::npos);
+}
+
+TEST_CASE("kube: a dropped watch resumes from its resourceVersion; 410 and ERROR relist") {
+  Cluster c;
+  ExtenderProcess p(c.args());
+  REQUIRE(eventually([&] { return ready(p); }));
+  const json body = c.names_args(gpu_pod("train", "uid-train", 4));
+  REQUIRE(eventually([&] { return c.api.watch_requests("pods") >= 1; }));
+  const int lists = c.api.list_requests("pods");
+  const int watches = c.api.watch_requests("pods");
+
+  c.api.drop_watches();
+  REQUIRE(eventually([&] { return c.api.watch_requests("pods") > watches; }));
+  CHECK(c.api.list_requests("pods") == lists);  // resumed, not relisted
+  CHECK(c.api.last_watch_query("pods").find("resourceVersion=10") != std::string::npos);
+  CHECK(c.api.last_watch_query("pods").find("allowWatchBookmarks=true") != std::string::npos);
+  c.api.put_pod(make_pod("ml", "after-drop", "uid-after-drop", "a100-4", 4));
+  CHECK(eventually([&] { return !failure_of(post_json(p, "/filter", body), "a100-4").empty(); }));
+
+  c.api.send_error_event(410);
+  CHECK(eventually([&] { return c.api.list_requests("pods") > lists; }));
+  c.api.delete_pod("ml", "after-drop");
+  CHECK(eventually([&] { return failure_of(post_json(p, "/filter", body), "a100-4").empty(); }));
+
+  // History compacted while the stream was down: the resumed watch gets 410 Gone, so list again.
+  const int lists_before_gone = c.api.list_requests("nodes");
+  c.api.compact();
+  c.api.drop_watches();
+  CHECK(eventually([&] { return c.api.list_requests("nodes") > lists_before_gone; }));
+  c.api.send_bookmarks();
+  CHECK(ready(p));  // a lost watch never makes the extender unready
+}
+
+TEST_CASE("kube: /preempt keeps candidates that pass after eviction, answers UIDs") {
+  Cluster c;
+  ExtenderProcess p(c.args());
+  REQUIRE(eventually([&] { return ready(p); }));
+  const json pod = gpu_pod("urgent", "uid-urgent", 4);
+  const json victim = make_pod("ml", "busy", "uid-busy", "a100-8", 6);
+  const json meta = {{"Pod", pod},
+                     {"NodeNameToVictims", nullptr},
+                     {"NodeNameToMetaVictims",
+                      {{"a100-8", {{"Pods", {{{"UID", "uid-busy"}}}}, {"NumPDBViolations", 1}}},
+                       {"t4-4", {{"Pods", {{{"UID", "uid-x"}}}}, {"NumPDBViolations", 0}}},
+                       {"a100-4", {{"Pods", json::array()}, {"NumPDBViolations", 0}}}}}};
+  json result = post_json(p, "/preempt", meta);
+  CHECK(result == json({{"NodeNameToMetaVictims", {{"a100-8", {{"Pods", {{{"UID", "uid-busy"}}}}, {"NumPDBViolations", 1}}}}}}));
+
+  const json full = {{"Pod", pod},
+                     {"NodeNameToVictims", {{"a100-8", {{"Pods", {victim}}, {"NumPDBViolations", 0}}},
+                                            {"bbb-node", {{"Pods", {make_pod("ml", "v2", "uid-v2", "bbb-node", 1)}}, {"NumPDBViolations", 0}}}}},
+                     {"NodeNameToMetaVictims", nullptr}};
+  result = post_json(p, "/preempt", full);
+  CHECK(result == json({{"NodeNameToMetaVictims", {{"a100-8", {{"Pods", {{{"UID", "uid-busy"}}}}, {"NumPDBViolations", 0}}}}}}));
+
+  // A victim the view does not know frees nothing: a100-8 still has only 2 free GPUs.
+  const json unknown = {{"Pod", pod}, {"NodeNameToMetaVictims", {{"a100-8", {{"Pods", {{{"UID", "uid-nobody"}}}}, {"NumPDBViolations", 0}}}}}};
+  CHECK(post_json(p, "/preempt", unknown)["NodeNameToMetaVictims"] == json::object());
+  int status = 0;
+  CHECK(post_json(p, "/preempt", {{"Pod", pod}}, &status)["Error"] ==
+        "NodeNameToVictims: neither NodeNameToVictims nor NodeNameToMetaVictims is given");
+  CHECK(status == 400);
+}
+
+TEST_CASE("kube: without API access /preempt and names mode say so") {
+  ExtenderProcess p;
+  CHECK(post_json(p, "/preempt", {{"Pod", gpu_pod("x", "u", 1)}, {"NodeNameToMetaVictims", json::object()}})["Error"]
+            .get<std::string>()
+            .find("which need Kubernetes API access") != std::string::npos);
+  CHECK(p.log().find("no Kubernetes API configured") != std::string::npos);
+}

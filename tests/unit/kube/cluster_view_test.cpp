@@ -1,0 +1,89 @@
+#include <catch2/catch.hpp>
+
+#include "../test_support.h"
+#include "gpu_extender/cluster_view.h"
+
+using namespace gpu_extender;
+using namespace std::chrono_literals;
+
+namespace {
+PodRequest bound(std::string_view uid, std::string_view node, int gpus, std::string_view phase = "Running") {
+  PodRequest p;
+  p.uid = uid;
+  p.node_name = node;
+  p.phase = phase;
+  p.requests.set(ViewSchema::kGpuResource, gpus * 1000LL);
+  return p;
+}
+int64_t gpus_on(const ClusterView& v, std::string_view node) {
+  return v.used_on(node)->get(ViewSchema::kGpuResource) / 1000;
+}
+}  // namespace
+
+TEST_CASE("cluster view: pods add, move, finish and leave") {
+  ClusterView v;
+  v.upsert_pod(bound("a", "n1", 2));
+  v.upsert_pod(bound("b", "n1", 3));
+  CHECK(gpus_on(v, "n1") == 5);
+  v.upsert_pod(bound("a", "n1", 2));  // MODIFIED without change: counted once
+  CHECK(gpus_on(v, "n1") == 5);
+  v.upsert_pod(bound("b", "n1", 3, "Succeeded"));
+  CHECK(gpus_on(v, "n1") == 2);
+  v.delete_pod("a");
+  CHECK(gpus_on(v, "n1") == 0);
+  v.upsert_pod(bound("c", "", 8, "Pending"));  // not on a node: holds nothing
+  CHECK(v.stats().pods == 0);
+}
+
+TEST_CASE("cluster view: assumed pods count until confirmed or expired") {
+  ClusterView v(1000ms);
+  ResourceAmounts four;
+  four.set(ViewSchema::kGpuResource, 4000);
+  v.assume_pod("x", "n1", four);
+  CHECK(gpus_on(v, "n1") == 4);
+  v.upsert_pod(bound("x", "n1", 4));  // the watch confirms: still 4, not 8
+  CHECK(gpus_on(v, "n1") == 4);
+  CHECK(v.stats().assumed == 0);
+  v.assume_pod("y", "n2", four);
+  CHECK(v.expire_assumed(ClusterView::Clock::now()) == 0);
+  CHECK(v.expire_assumed(ClusterView::Clock::now() + 2s) == 1);
+  CHECK(gpus_on(v, "n2") == 0);
+  v.assume_pod("x", "n1", four);  // already counted by the watch: no double count
+  CHECK(gpus_on(v, "n1") == 4);
+}
+
+TEST_CASE("cluster view: a relist replaces pods but keeps unconfirmed assumptions") {
+  ClusterView v;
+  v.upsert_pod(bound("old", "n1", 2));
+  ResourceAmounts one;
+  one.set(ViewSchema::kGpuResource, 1000);
+  v.assume_pod("new", "n1", one);
+  v.replace_pods({{"fresh", "n1", bound("fresh", "n1", 3).requests}});
+  CHECK(gpus_on(v, "n1") == 4);  // fresh 3 + assumed 1; "old" is gone
+  CHECK(v.pod_usage("fresh")->first == "n1");
+  CHECK_FALSE(v.pod_usage("old").has_value());
+}
+
+TEST_CASE("cluster view: nodes are copied, found by name, and held by requests") {
+  ClusterView v;
+  CHECK_FALSE(v.ready());
+  std::string name = "gpu-1", model = "A100";
+  NodeView n;
+  n.name = name;
+  n.gpu_model = model;
+  v.upsert_node(n);
+  name = "overwritten";  // the cache owns its copy
+  model = "T4";
+  std::vector<std::string_view> names{"gpu-1", "missing"};
+  std::vector<std::shared_ptr<const CachedNode>> found;
+  v.find_nodes(names, found);
+  REQUIRE(found[0]);
+  CHECK(found[0]->view().name == "gpu-1");
+  CHECK(found[0]->view().gpu_model == std::optional<std::string_view>("A100"));
+  CHECK_FALSE(found[1]);
+  v.delete_node("gpu-1");
+  CHECK(found[0]->view().name == "gpu-1");  // still valid for the request holding it
+  v.mark_nodes_synced();
+  v.mark_pods_synced();
+  CHECK(v.ready());
+}
