@@ -10,6 +10,7 @@ http = [json.loads(line) for line in (out / "http.jsonl").read_text().splitlines
 throughput = [json.loads(line) for line in (out / "throughput.jsonl").read_text().splitlines() if line.strip()]
 rss = json.loads((out / "rss.json").read_text())
 soak = json.loads((out / "soak.json").read_text())
+cluster = json.loads((out / "cluster_view.json").read_text())
 
 print("\nIn process, medians (decode + policy + encode; references on the same bytes)")
 print(f"{'body':30} {'MB':>7} {'filter':>9} {'prio':>9} {'simdjson':>9} {'nlohmann':>10} {'filt/simd':>9} {'nl/filt':>8}")
@@ -37,6 +38,11 @@ s = soak["result"]
 print(f"Soak {soak['seconds']}s at concurrency 64: {s['ok']} ok, {s['errors']} errors; RSS "
       f"{soak['rss_kb_after_warmup']/1024:.1f} MiB after warm-up, {soak['rss_kb_after_soak']/1024:.1f} MiB after")
 
-results = {"inprocess": inprocess, "http": http, "throughput": throughput, "peak_rss": rss, "soak": soak}
+print(f"\nCluster view: {cluster['nodes']} nodes + {cluster['pods']} pods = {cluster['view_rss_mib']:.1f} MiB resident; "
+      f"{cluster['events_per_second']:.0f} watch events/s on one core")
+print(f"Names mode with the view filled, in process: filter p50 {cluster['names_filter_ms']['median']:.2f} ms, "
+      f"prioritize p50 {cluster['names_prioritize_ms']['median']:.2f} ms")
+
+results = {"cluster_view": cluster, "inprocess": inprocess, "http": http, "throughput": throughput, "peak_rss": rss, "soak": soak}
 (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
 print(f"\nwritten: {out / 'results.json'}")

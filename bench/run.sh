@@ -30,6 +30,10 @@ echo "== in process: decode + policy + encode, against simdjson and nlohmann on 
 "$BIN/bench/inprocess_bench" "$OUT/inprocess.json" "$DATA"/filter-full-gpu-{10,100,1000,5000}.json \
   "$DATA"/filter-full-aaa-{100,5000}.json
 
+echo "== cluster view: 5,000 nodes and 150,000 pods through the watch code; names mode in process"
+[ -s "$DATA/filter-names-gpu-5000.json" ] || python3 "$GEN" --nodes 5000 --mode names --pod gpu --out "$DATA/filter-names-gpu-5000.json" 2>/dev/null
+"$BIN/bench/cluster_view_bench" "$OUT/cluster_view.json" "$DATA/filter-full-gpu-5000.json" "$DATA/filter-names-gpu-5000.json" 150000
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.05; done; return 1; }
 rss_kb() { awk '/VmRSS/{print $2}' /proc/$1/status; }

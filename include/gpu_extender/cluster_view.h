@@ -53,6 +53,9 @@ class ClusterView final : public UsageSource, public NodeSource {
   bool ready() const override { return nodes_synced_ && pods_synced_; }
   void find_nodes(std::span<const std::string_view> names,
                   std::vector<std::shared_ptr<const CachedNode>>& out) const override;
+  // Names mode in one pass: each node and what is in use on it, under one lock, one lookup per name.
+  void lookup(std::span<const std::string_view> names, std::vector<std::shared_ptr<const CachedNode>>& nodes,
+              std::vector<ResourceAmounts>& used) const;
   // What a victim frees: its node and requests, when the pod is known.
   std::optional<std::pair<std::string, ResourceAmounts>> pod_usage(std::string_view uid) const;
 
@@ -73,13 +76,19 @@ class ClusterView final : public UsageSource, public NodeSource {
     ResourceAmounts requests;
     Clock::time_point expires;
   };
+  // Per node name: the node object (null until listed, or after deletion while pods remain) and what
+  // its pods and assumed pods hold. One map, so a request needs one lookup per node for both.
+  struct NodeEntry {
+    std::shared_ptr<const CachedNode> node;
+    ResourceAmounts used;
+  };
   void add_usage(const std::string& node, const ResourceAmounts& amounts, bool add);
   void forget_assumed(std::string_view uid);
 
   mutable std::shared_mutex mutex_;
-  std::unordered_map<std::string, std::shared_ptr<const CachedNode>, StringHash, std::equal_to<>> nodes_;
+  std::unordered_map<std::string, NodeEntry, StringHash, std::equal_to<>> nodes_;
+  size_t node_objects_ = 0;
   std::unordered_map<std::string, PodEntry, StringHash, std::equal_to<>> pods_;  // by uid, bound and running
-  UsageByNode used_;                                                              // by node, pods + assumed
   std::unordered_map<std::string, Assumed, StringHash, std::equal_to<>> assumed_;  // by uid
   std::unordered_map<std::string, ResourceAmounts, StringHash, std::equal_to<>> pending_;  // by uid, bounded
   std::chrono::milliseconds assume_ttl_;

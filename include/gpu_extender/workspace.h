@@ -24,6 +24,7 @@ struct Workspace {
   WireDecoder decoder;
   std::vector<NodeInput> inputs;
   std::vector<std::shared_ptr<const CachedNode>> cached_nodes;  // names mode: held for the request
+  std::vector<ResourceAmounts> cached_usage;                    // names mode: usage of those nodes
   std::vector<size_t> input_index;                              // node_names[i] -> inputs index or npos
   std::vector<NodeVerdict> verdicts;
   ScoreSheet sheet;

@@ -14,7 +14,7 @@ void ClusterView::touch() {
 }
 
 void ClusterView::add_usage(const std::string& node, const ResourceAmounts& amounts, bool add) {
-  ResourceAmounts& used = used_[node];
+  ResourceAmounts& used = nodes_[node].used;
   if (add) used.add(amounts);
   else used.subtract(amounts);
 }
@@ -22,12 +22,17 @@ void ClusterView::add_usage(const std::string& node, const ResourceAmounts& amou
 void ClusterView::upsert_node(const NodeView& node) {
   auto cached = CachedNode::copy_of(node);
   std::unique_lock lock(mutex_);
-  nodes_[std::string(node.name)] = std::move(cached);
+  NodeEntry& entry = nodes_[std::string(node.name)];
+  if (!entry.node) ++node_objects_;
+  entry.node = std::move(cached);
 }
 
 void ClusterView::delete_node(std::string_view name) {
   std::unique_lock lock(mutex_);
-  if (auto it = nodes_.find(name); it != nodes_.end()) nodes_.erase(it);
+  auto it = nodes_.find(name);
+  if (it == nodes_.end() || !it->second.node) return;
+  it->second.node.reset();
+  --node_objects_;
 }
 
 void ClusterView::forget_assumed(std::string_view uid) {
@@ -62,14 +67,15 @@ void ClusterView::delete_pod(std::string_view uid) {
 
 void ClusterView::replace_nodes(const std::vector<std::shared_ptr<const CachedNode>>& nodes) {
   std::unique_lock lock(mutex_);
-  nodes_.clear();
-  for (const auto& node : nodes) nodes_[std::string(node->view().name)] = node;
+  for (auto& [name, entry] : nodes_) entry.node.reset();
+  for (const auto& node : nodes) nodes_[std::string(node->view().name)].node = node;
+  node_objects_ = nodes.size();
 }
 
 void ClusterView::replace_pods(const std::vector<BoundPod>& pods) {
   std::unique_lock lock(mutex_);
   pods_.clear();
-  used_.clear();
+  for (auto& [name, entry] : nodes_) entry.used = ResourceAmounts{};
   for (const BoundPod& pod : pods) {
     add_usage(pod.node, pod.requests, true);
     pods_.emplace(pod.uid, PodEntry{pod.node, pod.requests});
@@ -127,8 +133,8 @@ std::optional<ResourceAmounts> ClusterView::pending_requests(std::string_view ui
 
 std::optional<ResourceAmounts> ClusterView::used_on(std::string_view node) const {
   std::shared_lock lock(mutex_);
-  auto it = used_.find(node);
-  return it == used_.end() ? ResourceAmounts{} : it->second;
+  auto it = nodes_.find(node);
+  return it == nodes_.end() ? ResourceAmounts{} : it->second.used;
 }
 
 std::string ClusterView::describe() const {
@@ -145,7 +151,21 @@ void ClusterView::find_nodes(std::span<const std::string_view> names,
   std::shared_lock lock(mutex_);
   for (std::string_view name : names) {
     auto it = nodes_.find(name);
-    out.push_back(it == nodes_.end() ? nullptr : it->second);
+    out.push_back(it == nodes_.end() ? nullptr : it->second.node);
+  }
+}
+
+void ClusterView::lookup(std::span<const std::string_view> names, std::vector<std::shared_ptr<const CachedNode>>& nodes,
+                         std::vector<ResourceAmounts>& used) const {
+  nodes.clear();
+  used.clear();
+  nodes.reserve(names.size());
+  used.reserve(names.size());
+  std::shared_lock lock(mutex_);
+  for (std::string_view name : names) {
+    auto it = nodes_.find(name);
+    nodes.push_back(it == nodes_.end() ? nullptr : it->second.node);
+    used.push_back(it == nodes_.end() ? ResourceAmounts{} : it->second.used);
   }
 }
 
@@ -160,7 +180,7 @@ ClusterView::Stats ClusterView::stats() const {
   Stats s;
   {
     std::shared_lock lock(mutex_);
-    s.nodes = nodes_.size();
+    s.nodes = node_objects_;
     s.pods = pods_.size();
     s.assumed = assumed_.size();
   }

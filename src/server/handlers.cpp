@@ -90,16 +90,17 @@ const ExtenderArgs* ExtenderService::gather(Workspace& ws, VerbSummary& summary,
     return &args;
   }
   if (!parts_.cluster) return nullptr;
-  // Names mode: the nodes come from the cache, all looked up at one instant and held for the request.
-  parts_.cluster->find_nodes(args.node_names, ws.cached_nodes);
+  // Names mode: the nodes and their usage come from the cache, all looked up at one instant and held
+  // for the request.
+  parts_.cluster->lookup(args.node_names, ws.cached_nodes, ws.cached_usage);
   ws.inputs.reserve(args.node_names.size());
-  for (const auto& cached : ws.cached_nodes) {
-    if (!cached) {
+  for (size_t i = 0; i < ws.cached_nodes.size(); ++i) {
+    if (!ws.cached_nodes[i]) {
       input_index.push_back(kNotCached);
       continue;
     }
     input_index.push_back(ws.inputs.size());
-    ws.inputs.push_back({&cached->view(), usage.used_on(cached->view().name)});
+    ws.inputs.push_back({&ws.cached_nodes[i]->view(), ws.cached_usage[i]});
   }
   return &args;
 }

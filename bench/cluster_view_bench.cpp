@@ -1,0 +1,155 @@
+// The cluster view at scale, through the same code the watch uses (decode a watch event line, apply it):
+//   * apply rate of pod events on one core (ADDED, then MODIFIED, then DELETED);
+//   * resident memory of a view of N nodes and M pods;
+//   * names-mode /filter and /prioritize in process with the view filled.
+//
+// Usage: cluster_view_bench OUT.json FULL_BODY.json NAMES_BODY.json [PODS]
+//   FULL_BODY: a full-mode ExtenderArgs (its nodes fill the view); NAMES_BODY: the same cluster, names mode.
+#include <malloc.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "bench_support.h"
+#include "gpu_extender/cluster_view.h"
+#include "gpu_extender/extender_service.h"
+
+using namespace gpu_extender;
+
+namespace {
+
+// Resident memory after handing freed memory back to the system, so only live data counts.
+long rss_kb() {
+  malloc_trim(0);
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  return 0;
+}
+
+// A realistic pod watch event (the generator's pod, ~2 KB), with its uid, name and node replaced.
+struct PodEventTemplate {
+  std::string before_uid, between_uid_and_node, after_node;
+  std::string make(const std::string& type, size_t i, const std::string& node) const {
+    return "{\"type\":\"" + type + "\",\"object\":" + before_uid + "uid-" + std::to_string(i) + between_uid_and_node +
+           node + after_node + "}";
+  }
+};
+
+PodEventTemplate pod_template(const nlohmann::json& pod) {
+  nlohmann::json p = pod;
+  p["metadata"]["uid"] = "@UID@";
+  p["spec"]["nodeName"] = "@NODE@";
+  p["status"]["phase"] = "Running";
+  const std::string text = p.dump();
+  const size_t uid = text.find("@UID@"), node = text.find("@NODE@");
+  return {text.substr(0, uid), text.substr(uid + 5, node - uid - 5), text.substr(node + 6)};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    std::cerr << "usage: cluster_view_bench OUT.json FULL_BODY.json NAMES_BODY.json [PODS]\n";
+    return 2;
+  }
+  const size_t pod_count = argc > 4 ? std::stoul(argv[4]) : 150000;
+  auto policy = Policy::build(default_policy_config());
+  const ViewSchema& schema = policy->schema();
+  // Nodes: every node of the body, as an ADDED watch event line.
+  std::vector<std::string> node_names;
+  std::vector<std::string> node_lines;
+  {
+    WireDecoder decoder;
+    std::string full = bench::read_file(argv[2]);
+    const ExtenderArgs& args = decoder.decode_extender_args(full, schema);
+    for (const NodeView& n : args.nodes) {
+      node_lines.push_back("{\"type\":\"ADDED\",\"object\":" + std::string(n.raw_json) + "}");
+      node_names.emplace_back(n.name);
+    }
+  }
+  const std::string names_body = bench::read_file(argv[3]);
+  // Most pods of a cluster hold no GPU: the template keeps the generator's pod (its size and shape)
+  // without its GPU request, so the names-mode filter below still finds free GPUs.
+  nlohmann::json pod_json = nlohmann::json::parse(names_body)["Pod"];
+  for (auto& c : pod_json["spec"]["containers"]) c["resources"] = nlohmann::json::object();
+  const long rss_start = rss_kb();
+  auto view = std::make_shared<ClusterView>();
+  {
+    WireDecoder event_decoder;
+    NodeView node;
+    for (const std::string& line : node_lines) {
+      event_decoder.decode_node_event(line, schema, node);
+      view->upsert_node(node);
+    }
+  }
+
+  // Pods: generated in batches (not timed), applied through decode + upsert (timed).
+  const PodEventTemplate tmpl = pod_template(pod_json);
+  WireDecoder event_decoder;
+  PodRequest pod;
+  double apply_seconds = 0;
+  size_t applied = 0, event_bytes = 0;
+  auto apply = [&](const std::string& type, size_t from, size_t to) {
+    std::vector<std::string> batch;
+    batch.reserve(to - from);
+    for (size_t i = from; i < to; ++i) batch.push_back(tmpl.make(type, i, node_names[i % node_names.size()]));
+    const auto t0 = std::chrono::steady_clock::now();
+    for (const std::string& line : batch) {
+      const WatchEventHeader h = event_decoder.decode_pod_event(line, schema, pod);
+      if (h.type == "DELETED") view->delete_pod(pod.uid);
+      else view->upsert_pod(pod);
+      event_bytes += line.size();
+    }
+    apply_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    applied += to - from;
+  };
+  for (size_t i = 0; i < pod_count; i += 10000) apply("ADDED", i, std::min(pod_count, i + 10000));
+  view->mark_nodes_synced();
+  view->mark_pods_synced();
+  const long rss_loaded = rss_kb();
+  for (size_t i = 0; i < pod_count / 3; i += 10000) apply("MODIFIED", i, std::min(pod_count / 3, i + 10000));
+
+  // Names mode with the view filled.
+  const ExtenderService service(ServiceParts{policy, nullptr, view, nullptr});
+  std::shared_ptr<Workspace> ws = service.workspaces().acquire();
+  ws->body.reserve(names_body.size() + kJsonPadding);
+  ws->body.assign(names_body);
+  VerbSummary probe;
+  if (service.handle(Verb::kFilter, *ws, probe) != 200 || !probe.error.empty()) {
+    std::cerr << "names-mode filter failed: " << ws->answer.substr(0, 300) << "\n";
+    return 1;
+  }
+  const bench::Timing filter = bench::measure([&] {
+    VerbSummary s;
+    service.handle(Verb::kFilter, *ws, s);
+  });
+  const bench::Timing prioritize = bench::measure([&] {
+    VerbSummary s;
+    service.handle(Verb::kPrioritize, *ws, s);
+  });
+
+  for (size_t i = 0; i < pod_count; i += 10000) apply("DELETED", i, std::min(pod_count, i + 10000));
+  const double rate = static_cast<double>(applied) / apply_seconds;
+  std::printf("cluster view: %zu nodes, %zu pods: RSS %.1f MiB for the view (process %.1f MiB)\n", node_names.size(),
+              pod_count, (rss_loaded - rss_start) / 1024.0, rss_loaded / 1024.0);
+  std::printf("watch events applied: %zu in %.2f s on one core = %.0f events/s (%.1f MB/s of event JSON)\n", applied,
+              apply_seconds, rate, static_cast<double>(event_bytes) / apply_seconds / 1e6);
+  std::printf("names mode, %zu nodes in process: filter p50 %.3f ms (p90 %.3f), prioritize p50 %.3f ms (p90 %.3f); "
+              "%zu of %zu nodes pass\n",
+              node_names.size(), filter.median_ms, filter.p90_ms, prioritize.median_ms, prioritize.p90_ms,
+              probe.nodes_out, probe.nodes_in);
+  const nlohmann::json report = {{"nodes", node_names.size()},
+                                 {"pods", pod_count},
+                                 {"view_rss_mib", (rss_loaded - rss_start) / 1024.0},
+                                 {"process_rss_mib", rss_loaded / 1024.0},
+                                 {"events_applied", applied},
+                                 {"events_per_second", rate},
+                                 {"names_filter_ms", {{"median", filter.median_ms}, {"p90", filter.p90_ms}}},
+                                 {"names_prioritize_ms", {{"median", prioritize.median_ms}, {"p90", prioritize.p90_ms}}}};
+  std::ofstream(argv[1]) << report.dump(2) << "\n";
+  return 0;
+}
