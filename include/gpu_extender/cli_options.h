@@ -22,6 +22,10 @@ struct CliOptions {
   std::string kube_ca_file;
   bool kube_insecure_skip_tls_verify = false;
   int assume_ttl_seconds = 30;
+  // HTTPS for the extender verbs (kube-scheduler's tlsConfig); a client CA makes it mutual TLS.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_client_ca_file;
   bool check_config = false;       // load everything, print a summary, exit
   bool help = false;
   bool version = false;

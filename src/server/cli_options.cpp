@@ -41,6 +41,9 @@ Flags:
   --kube-insecure-skip-tls-verify   do not verify the API server's certificate (testing only)
   --assume-ttl-seconds N how long a pod bound by /bind counts on its node before the watch
                          confirms it (default 30)
+  --tls-cert-file FILE   serve HTTPS with this certificate (PEM), with:
+  --tls-key-file FILE      its private key (PEM)
+  --tls-client-ca-file FILE  answer only clients with a certificate from this CA (mutual TLS)
   --check-config         load the policy and usage source, print a summary, and exit
   --help                 print this help and exit
   --version              print the version and exit
@@ -67,6 +70,9 @@ CliParse parse_cli(const std::vector<std::string>& args) {
       {"--kube-api-server", [&](const std::string& v) { o.kube_api_server = v; return !v.empty(); }},
       {"--kube-token-file", [&](const std::string& v) { o.kube_token_file = v; return !v.empty(); }},
       {"--kube-ca-file", [&](const std::string& v) { o.kube_ca_file = v; return !v.empty(); }},
+      {"--tls-cert-file", [&](const std::string& v) { o.tls_cert_file = v; return !v.empty(); }},
+      {"--tls-key-file", [&](const std::string& v) { o.tls_key_file = v; return !v.empty(); }},
+      {"--tls-client-ca-file", [&](const std::string& v) { o.tls_client_ca_file = v; return !v.empty(); }},
       {"--assume-ttl-seconds", [&](const std::string& v) { return parse_number(v, o.assume_ttl_seconds, 1, 3600); }},
   };
   const std::map<std::string, bool*> switches = {
@@ -92,6 +98,10 @@ CliParse parse_cli(const std::vector<std::string>& args) {
     }
     if (!setter->second(*value)) return {std::nullopt, "invalid value \"" + *value + "\" for " + flag};
   }
+  if (o.tls_cert_file.empty() != o.tls_key_file.empty())
+    return {std::nullopt, "--tls-cert-file and --tls-key-file go together"};
+  if (!o.tls_client_ca_file.empty() && o.tls_cert_file.empty())
+    return {std::nullopt, "--tls-client-ca-file needs --tls-cert-file and --tls-key-file"};
   return {o, {}};
 }
 

@@ -47,8 +47,22 @@ int worker_threads(int requested) {
 
 }  // namespace
 
+namespace {
+std::unique_ptr<httplib::Server> make_server(const CliOptions& o) {
+  if (o.tls_cert_file.empty()) return std::make_unique<httplib::Server>();
+  auto server = std::make_unique<httplib::SSLServer>(o.tls_cert_file.c_str(), o.tls_key_file.c_str(),
+                                                     o.tls_client_ca_file.empty() ? nullptr : o.tls_client_ca_file.c_str());
+  if (!server->is_valid()) {
+    throw std::runtime_error("cannot serve HTTPS: --tls-cert-file " + o.tls_cert_file + " / --tls-key-file " +
+                             o.tls_key_file + (o.tls_client_ca_file.empty() ? "" : " / --tls-client-ca-file " + o.tls_client_ca_file) +
+                             " could not be loaded (missing, unreadable, not PEM, or the key does not match)");
+  }
+  return server;
+}
+}  // namespace
+
 HttpService::HttpService(std::shared_ptr<const ExtenderService> service, const CliOptions& options)
-    : service_(std::move(service)), options_(options), server_(std::make_unique<httplib::Server>()) {
+    : service_(std::move(service)), options_(options), server_(make_server(options)) {
   install_routes();
 }
 

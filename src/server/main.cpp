@@ -80,6 +80,13 @@ int main(int argc, char** argv) {
   spdlog::info("policy: {}; filters: {}; scorers: {}", policy.config().source, policy.config().filters.size(),
                policy.config().scorers.size());
   auto service = std::make_shared<const ExtenderService>(parts);
+  std::unique_ptr<HttpService> http;
+  try {
+    http = std::make_unique<HttpService>(service, options);
+  } catch (const std::exception& e) {
+    std::cerr << "gpu-extender: " << e.what() << "\n";
+    return 2;
+  }
   spdlog::info("usage source: {}", service->usage().describe());
   if (options.check_config) {
     std::cout << "configuration ok: policy " << policy.config().source << ", usage " << service->usage().describe()
@@ -87,9 +94,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (kube) kube->start();
-  HttpService http(service, options);
   std::string error;
-  if (!http.bind(error)) {
+  if (!http->bind(error)) {
     spdlog::error("{}", error);
     return 1;
   }
@@ -97,10 +103,11 @@ int main(int argc, char** argv) {
     int signal = 0;
     sigwait(&signals, &signal);
     spdlog::info("received {}, stopping", signal == SIGTERM ? "SIGTERM" : "SIGINT");
-    http.stop();
+    http->stop();
   });
-  spdlog::info("gpu-extender {} listening on http://{}:{}", version(), options.address, http.port());
-  const bool ok = http.serve();
+  spdlog::info("gpu-extender {} listening on {}://{}:{}{}", version(), options.tls_cert_file.empty() ? "http" : "https",
+               options.address, http->port(), options.tls_client_ca_file.empty() ? "" : " (client certificates required)");
+  const bool ok = http->serve();
   // serve() may return without a signal (a listen failure): send ourselves one so the waiter exits.
   // SIGTERM is blocked in every thread, so it only reaches the waiter's sigwait.
   kill(getpid(), SIGTERM);

@@ -66,9 +66,9 @@ class ExtenderProcess {
         log_.append(buf, static_cast<size_t>(n));
       }
     });
-    // Wait (bounded) for "listening on http://127.0.0.1:PORT".
+    // Wait (bounded) for "listening on http(s)://127.0.0.1:PORT".
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    const std::string marker = "listening on http://127.0.0.1:";
+    const std::string marker = "://127.0.0.1:";
     while (std::chrono::steady_clock::now() < deadline) {
       const std::string text = log();
       const size_t at = text.find(marker);
