@@ -1,0 +1,191 @@
+// What `kubectl apply -k manifests/` would install, rendered with kubectl kustomize and checked object by
+// object: shape, security, probes and verbs against the real binary, and the scheduler's urlPrefix
+// against the Service.
+#include <httplib.h>
+#include <yaml-cpp/yaml.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "../unit/test_support.h"
+#include "extender_process.h"
+
+using test_support::ExtenderProcess;
+
+namespace {
+
+std::vector<YAML::Node> rendered_manifests() {
+  const std::string cmd = "kubectl kustomize " + test_support::source_path("manifests") + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  const int rc = pclose(pipe);
+  INFO(out);
+  REQUIRE(rc == 0);  // kubectl (with kustomize) is part of the machine image
+  return YAML::LoadAll(out);
+}
+
+const YAML::Node* find(const std::vector<YAML::Node>& docs, const std::string& kind, const std::string& name_prefix) {
+  for (const auto& d : docs)
+    if (d["kind"].as<std::string>() == kind && d["metadata"]["name"].as<std::string>().rfind(name_prefix, 0) == 0)
+      return &d;
+  return nullptr;
+}
+
+std::vector<std::string> container_args(const YAML::Node& container) {
+  std::vector<std::string> args;
+  for (const auto& a : container["args"]) args.push_back(a.as<std::string>());
+  return args;
+}
+
+}  // namespace
+
+TEST_CASE("deploy: every object is well-formed, every container bounded and locked down") {
+  const auto docs = rendered_manifests();
+  REQUIRE(docs.size() >= 14);
+  for (const auto& d : docs) {
+    INFO(YAML::Dump(d).substr(0, 200));
+    CHECK(d["apiVersion"]);
+    CHECK(d["kind"]);
+    CHECK(!d["metadata"]["name"].as<std::string>().empty());
+    if (d["kind"].as<std::string>() != "Deployment") continue;
+    const YAML::Node pod = d["spec"]["template"]["spec"];
+    CHECK(pod["securityContext"]["runAsNonRoot"].as<bool>());
+    CHECK(pod["securityContext"]["seccompProfile"]["type"].as<std::string>() == "RuntimeDefault");
+    for (const auto& c : pod["containers"]) {
+      INFO(c["name"].as<std::string>());
+      CHECK(c["resources"]["requests"]["cpu"]);
+      CHECK(c["resources"]["requests"]["memory"]);
+      CHECK(c["resources"]["limits"]["memory"]);
+      CHECK_FALSE(c["securityContext"]["allowPrivilegeEscalation"].as<bool>());
+      CHECK(c["securityContext"]["readOnlyRootFilesystem"].as<bool>());
+      CHECK(c["securityContext"]["capabilities"]["drop"][0].as<std::string>() == "ALL");
+      CHECK(c["livenessProbe"]);
+      CHECK(c["readinessProbe"]);
+    }
+  }
+  const YAML::Node* role = find(docs, "ClusterRole", "gpu-extender");
+  REQUIRE(role);
+  std::string rules = YAML::Dump((*role)["rules"]);
+  CHECK(rules.find("pods/binding") != std::string::npos);
+  CHECK(rules.find("watch") != std::string::npos);
+  CHECK(rules.find("delete") == std::string::npos);  // least privilege: never deletes anything
+  const YAML::Node* auth = find(docs, "RoleBinding", "gpu-scheduler-extension-apiserver-authentication-reader");
+  REQUIRE(auth);
+  CHECK((*auth)["metadata"]["namespace"].as<std::string>() == "kube-system");
+}
+
+TEST_CASE("deploy: the extender's args, probes and policy work with the real binary") {
+  const auto docs = rendered_manifests();
+  const YAML::Node* deployment = find(docs, "Deployment", "gpu-extender");
+  REQUIRE(deployment);
+  const YAML::Node pod = (*deployment)["spec"]["template"]["spec"];
+  CHECK((*deployment)["spec"]["replicas"].as<int>() == 2);
+  const YAML::Node container = pod["containers"][0];
+
+  // The policy the ConfigMap mounts, at a path of our own: the container's args load it.
+  const YAML::Node* policy_map = find(docs, "ConfigMap", "gpu-extender-policy");
+  REQUIRE(policy_map);
+  CHECK(pod["volumes"][0]["configMap"]["name"].as<std::string>() == (*policy_map)["metadata"]["name"].as<std::string>());
+  const std::string policy_text = (*policy_map)["data"]["policy.yaml"].as<std::string>();
+  CHECK(policy_text == test_support::read_file(test_support::source_path("extender-config/policy.yaml")));
+  const std::string policy_file = "/tmp/gpu-extender-deployed-policy-" + std::to_string(getpid()) + ".yaml";
+  std::ofstream(policy_file) << policy_text;
+  std::vector<std::string> args;
+  for (std::string a : container_args(container)) {
+    if (a.rfind("--policy=", 0) == 0) a = "--policy=" + policy_file;
+    if (a.rfind("--port=", 0) == 0 || a.rfind("--address=", 0) == 0) continue;  // the test picks its own
+    args.push_back(a);
+  }
+  std::vector<std::string> check = args;
+  check.push_back("--check-config");
+  const auto dry_run = test_support::run_binary(check);
+  INFO(dry_run.output);
+  CHECK(dry_run.exit_code == 0);
+
+  ExtenderProcess p(args);
+  httplib::Client client("127.0.0.1", p.port());
+  for (const char* probe : {"livenessProbe", "readinessProbe"}) {
+    const std::string path = container[probe]["httpGet"]["path"].as<std::string>();
+    CHECK(container[probe]["httpGet"]["port"].as<std::string>() == container["ports"][0]["name"].as<std::string>());
+    auto res = client.Get(path.c_str());
+    REQUIRE(res);
+    CHECK(res->status == 200);
+  }
+  std::remove(policy_file.c_str());
+}
+
+TEST_CASE("deploy: the scheduler reaches the extender's Service, with verbs the binary serves") {
+  const auto docs = rendered_manifests();
+  const YAML::Node* service = find(docs, "Service", "gpu-extender");
+  const YAML::Node* extender = find(docs, "Deployment", "gpu-extender");
+  const YAML::Node* scheduler = find(docs, "Deployment", "gpu-scheduler");
+  const YAML::Node* config_map = find(docs, "ConfigMap", "gpu-scheduler-config");
+  REQUIRE(service);
+  REQUIRE(extender);
+  REQUIRE(scheduler);
+  REQUIRE(config_map);
+  // The Service selects the extender's pods, on the container's named port.
+  for (const auto& kv : (*service)["spec"]["selector"])
+    CHECK((*extender)["spec"]["template"]["metadata"]["labels"][kv.first.as<std::string>()].as<std::string>() ==
+          kv.second.as<std::string>());
+  CHECK((*service)["spec"]["ports"][0]["targetPort"].as<std::string>() ==
+        (*extender)["spec"]["template"]["spec"]["containers"][0]["ports"][0]["name"].as<std::string>());
+
+  const YAML::Node scheduler_pod = (*scheduler)["spec"]["template"]["spec"];
+  CHECK(scheduler_pod["volumes"][0]["configMap"]["name"].as<std::string>() ==
+        (*config_map)["metadata"]["name"].as<std::string>());
+  CHECK(scheduler_pod["containers"][0]["image"].as<std::string>().rfind("registry.k8s.io/kube-scheduler:v1.29.", 0) == 0);
+  const YAML::Node config = YAML::Load((*config_map)["data"]["config.yaml"].as<std::string>());
+  CHECK(config["apiVersion"].as<std::string>() == "kubescheduler.config.k8s.io/v1");
+  CHECK(config["profiles"][0]["schedulerName"].as<std::string>() == "gpu-scheduler");
+  CHECK(config["leaderElection"]["resourceName"].as<std::string>() == "gpu-scheduler");
+  const YAML::Node ext = config["extenders"][0];
+  const std::string expected_url = "http://" + (*service)["metadata"]["name"].as<std::string>() + "." +
+                                   (*service)["metadata"]["namespace"].as<std::string>() + ".svc:" +
+                                   (*service)["spec"]["ports"][0]["port"].as<std::string>();
+  CHECK(ext["urlPrefix"].as<std::string>() == expected_url);
+  CHECK_FALSE(ext["ignorable"].as<bool>());
+
+  ExtenderProcess p;
+  httplib::Client client("127.0.0.1", p.port());
+  for (const char* verb : {"filterVerb", "prioritizeVerb", "bindVerb", "preemptVerb"}) {
+    REQUIRE(ext[verb]);
+    auto res = client.Post(("/" + ext[verb].as<std::string>()).c_str(), "{}", "application/json");
+    REQUIRE(res);
+    INFO(verb << " -> " << res->status << " " << res->body);
+    CHECK(res->status != 404);  // a route the binary serves (this body is refused as incomplete)
+    CHECK(res->status != 405);
+  }
+}
+
+TEST_CASE("deploy: every scheduler configuration variant is complete") {
+  for (const char* file : {"scheduler-config-node-cache.yaml", "scheduler-config-full-nodes.yaml", "scheduler-config-https.yaml"}) {
+    INFO(file);
+    const YAML::Node config = YAML::LoadFile(test_support::source_path(std::string("extender-config/") + file));
+    CHECK(config["kind"].as<std::string>() == "KubeSchedulerConfiguration");
+    const YAML::Node ext = config["extenders"][0];
+    CHECK(ext["filterVerb"].as<std::string>() == "filter");
+    CHECK(ext["prioritizeVerb"].as<std::string>() == "prioritize");
+    CHECK(ext["bindVerb"].as<std::string>() == "bind");
+    CHECK(ext["weight"].as<int>() > 0);
+    CHECK(ext["httpTimeout"]);
+    CHECK_FALSE(ext["ignorable"].as<bool>());
+    std::set<std::string> managed;
+    for (const auto& r : ext["managedResources"]) {
+      managed.insert(r["name"].as<std::string>());
+      CHECK_FALSE(r["ignoredByScheduler"].as<bool>());
+    }
+    CHECK(managed == std::set<std::string>{"nvidia.com/gpu", "custom.resource/aaa"});
+    // Full-node mode has no node cache, so no preemption; the others have both.
+    CHECK(ext["nodeCacheCapable"].as<bool>() == static_cast<bool>(ext["preemptVerb"]));
+  }
+  const YAML::Node https = YAML::LoadFile(test_support::source_path("extender-config/scheduler-config-https.yaml"));
+  CHECK(https["extenders"][0]["enableHTTPS"].as<bool>());
+  CHECK(https["extenders"][0]["tlsConfig"]["certFile"]);
+}
