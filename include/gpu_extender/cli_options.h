@@ -13,6 +13,8 @@ struct CliOptions {
   std::string policy_file;         // empty: embedded default
   std::string pods_snapshot_file;  // empty: usage unknown
   std::string log_level = "info";
+  std::string log_format = "text";  // text | json
+  int metrics_port = 0;             // 0: /metrics only on the service port
   size_t max_body_bytes = 256UL * 1024 * 1024;
   int threads = 0;                 // 0: two per core, at least 4
   // Kubernetes API (see kube_config.h); none of them and not in a pod: no API.

@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "gpu_extender/binder.h"
 #include "gpu_extender/cluster_view.h"
@@ -39,6 +41,11 @@ struct VerbSummary {
   size_t nodes_out = 0;    // filter: passing nodes
   std::string top_scores;  // prioritize: "node-a=10 node-b=9 node-c=7"
   std::string error;       // set when the request failed
+  std::vector<std::pair<std::string_view, size_t>> rejections;  // filter: refused nodes per rule
+  std::string bind_result;                                      // bind: bound | failed | no_api
+  // Filled only when asked (debug logging): every refused node and why.
+  bool want_reasons = false;
+  std::vector<std::pair<std::string, std::string>> reasons;
 };
 
 class ExtenderService {

@@ -9,6 +9,7 @@
 
 #include "gpu_extender/cli_options.h"
 #include "gpu_extender/extender_service.h"
+#include "gpu_extender/metrics.h"
 
 namespace httplib {
 class Server;
@@ -18,7 +19,8 @@ namespace gpu_extender {
 
 class HttpService {
  public:
-  HttpService(std::shared_ptr<const ExtenderService> service, const CliOptions& options);
+  HttpService(std::shared_ptr<const ExtenderService> service, const CliOptions& options,
+              std::shared_ptr<Metrics> metrics);
   ~HttpService();
 
   // Binds the listening socket; false (with `error`) when it cannot. port() is the bound port after.
@@ -29,11 +31,15 @@ class HttpService {
   int port() const { return port_; }
 
  private:
-  void install_routes();
+  void configure(httplib::Server& svr, int threads) const;
+  void install_verb_routes(httplib::Server& svr);
+  void install_probe_routes(httplib::Server& svr);
 
   std::shared_ptr<const ExtenderService> service_;
   CliOptions options_;
+  std::shared_ptr<Metrics> metrics_;
   std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<httplib::Server> metrics_server_;  // --metrics-port
   int port_ = 0;
   std::atomic<uint64_t> next_request_id_{1};
 };

@@ -19,6 +19,12 @@ class ApiClient;
 class Reflector;
 }  // namespace kube
 
+// Counts of one reflector (list+watch of one resource), read at scrape time.
+struct WatchCounts {
+  std::string resource;  // "pods" | "nodes"
+  uint64_t lists = 0, watches = 0, events = 0, relists_after_gone = 0, failures = 0;
+};
+
 struct KubeOptions {
   std::chrono::milliseconds assume_ttl{30000};
   std::chrono::seconds watch_timeout{300};
@@ -36,6 +42,8 @@ class KubeConnection {
   std::shared_ptr<ClusterView> view() const { return view_; }
   std::shared_ptr<Binder> binder() const { return binder_; }
   const ApiEndpoint& endpoint() const;
+  // Counters of the two reflectors, for /metrics.
+  std::vector<WatchCounts> watch_counts() const;
 
  private:
   std::shared_ptr<kube::ApiClient> api_;

@@ -24,6 +24,15 @@ KubeConnection::~KubeConnection() { stop(); }
 
 const ApiEndpoint& KubeConnection::endpoint() const { return api_->endpoint(); }
 
+std::vector<WatchCounts> KubeConnection::watch_counts() const {
+  std::vector<WatchCounts> out;
+  for (const auto& r : reflectors_) {
+    const auto& c = r->counters();
+    out.push_back({r->name(), c.lists, c.watches, c.events, c.relists_after_gone, c.failures});
+  }
+  return out;
+}
+
 void KubeConnection::start() {
   for (auto& reflector : reflectors_) threads_.emplace_back([r = reflector.get()] { r->run(); });
   threads_.emplace_back([this] {

@@ -31,6 +31,8 @@ Flags:
   --pods-snapshot FILE   GPUs and custom resources in use, from `kubectl get pods -A -o json`
                          (default: usage unknown, treated as nothing in use)
   --log-level LEVEL      trace, debug, info, warn, error (default info)
+  --log-format FORMAT    text or json (one JSON object per line) (default text)
+  --metrics-port N       also serve /metrics, /healthz, /readyz on this plain-HTTP port
   --max-body-bytes N     largest request body accepted, else 413 (default 268435456)
   --threads N            request worker threads (default: two per core, at least 4)
   --kubeconfig FILE      Kubernetes API from a kubeconfig (current-context); in a pod the
@@ -63,6 +65,8 @@ CliParse parse_cli(const std::vector<std::string>& args) {
          o.log_level = v;
          return v == "trace" || v == "debug" || v == "info" || v == "warn" || v == "error";
        }},
+      {"--log-format", [&](const std::string& v) { o.log_format = v; return v == "text" || v == "json"; }},
+      {"--metrics-port", [&](const std::string& v) { return parse_number(v, o.metrics_port, 1, 65535); }},
       {"--max-body-bytes",
        [&](const std::string& v) { return parse_number<size_t>(v, o.max_body_bytes, 1024, size_t{1} << 34); }},
       {"--threads", [&](const std::string& v) { return parse_number(v, o.threads, 1, 1024); }},

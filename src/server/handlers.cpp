@@ -127,8 +127,18 @@ int ExtenderService::filter(Workspace& ws, VerbSummary& summary) const {
       ws.verdicts[i] = std::move(evaluated[ws.input_index[i]]);
     }
   }
-  summary.nodes_out = static_cast<size_t>(
-      std::count_if(ws.verdicts.begin(), ws.verdicts.end(), [](const NodeVerdict& v) { return v.passed(); }));
+  for (size_t i = 0; i < ws.verdicts.size(); ++i) {
+    const NodeVerdict& v = ws.verdicts[i];
+    if (v.passed()) {
+      ++summary.nodes_out;
+      continue;
+    }
+    auto counted = std::find_if(summary.rejections.begin(), summary.rejections.end(),
+                                [&](const auto& r) { return r.first == v.rule; });
+    if (counted == summary.rejections.end()) summary.rejections.emplace_back(v.rule, 1);
+    else ++counted->second;
+    if (summary.want_reasons) summary.reasons.emplace_back(std::string(args->node_names[i]), v.reason);
+  }
   encode_filter_result(*args, ws.verdicts, ws.answer);
   return 200;
 }
@@ -154,11 +164,13 @@ int ExtenderService::bind(Workspace& ws, VerbSummary& summary) const {
   summary.nodes_in = 1;
   std::string error;
   if (!parts_.binder) {
+    summary.bind_result = "no_api";
     error = "cannot bind " + summary.pod + " to " + args.node +
             ": this extender has no Kubernetes API access configured; remove bindVerb from the scheduler's "
             "extender configuration or give the extender API access";
   } else {
     error = parts_.binder->bind(args);
+    summary.bind_result = error.empty() ? "bound" : "failed";
   }
   if (error.empty()) {
     summary.nodes_out = 1;

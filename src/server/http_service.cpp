@@ -11,6 +11,7 @@
 #include "gpu_extender/json_writer.h"
 #include "gpu_extender/wire.h"
 #include "gpu_extender/wire_encode.h"
+#include "gpu_extender/metrics.h"
 
 namespace gpu_extender {
 namespace {
@@ -61,16 +62,24 @@ std::unique_ptr<httplib::Server> make_server(const CliOptions& o) {
 }
 }  // namespace
 
-HttpService::HttpService(std::shared_ptr<const ExtenderService> service, const CliOptions& options)
-    : service_(std::move(service)), options_(options), server_(make_server(options)) {
-  install_routes();
+HttpService::HttpService(std::shared_ptr<const ExtenderService> service, const CliOptions& options,
+                         std::shared_ptr<Metrics> metrics)
+    : service_(std::move(service)), options_(options), metrics_(std::move(metrics)), server_(make_server(options)) {
+  configure(*server_, worker_threads(options_.threads));
+  install_verb_routes(*server_);
+  install_probe_routes(*server_);
+  if (options_.metrics_port > 0) {
+    // Probes and scraping on a plain-HTTP port of their own, apart from the verbs' (possibly TLS) port.
+    metrics_server_ = std::make_unique<httplib::Server>();
+    configure(*metrics_server_, 2);
+    install_probe_routes(*metrics_server_);
+  }
 }
 
 HttpService::~HttpService() = default;
 
-void HttpService::install_routes() {
-  httplib::Server& svr = *server_;
-  const int threads = worker_threads(options_.threads);
+// Settings and handlers every listener shares: timeouts, keep-alive, JSON error bodies.
+void HttpService::configure(httplib::Server& svr, int threads) const {
   svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   svr.set_payload_max_length(options_.max_body_bytes);
   svr.set_read_timeout(std::chrono::seconds(10));
@@ -80,7 +89,77 @@ void HttpService::install_routes() {
   // Headers and body go out in separate writes; with Nagle on, a small answer waits for the client's
   // delayed ACK: 40 ms added to every small /prioritize and /bind.
   svr.set_tcp_nodelay(true);
+  svr.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (res.status == 404) {
+      send_error(res, 404, "no such path " + req.path +
+                               " (serving /filter, /prioritize, /bind, /preempt, /healthz, /readyz, /version, /metrics)");
+    } else if (res.status == 413) {
+      send_error(res, 413, "request body larger than --max-body-bytes (" + std::to_string(options_.max_body_bytes) +
+                               " bytes)");
+    } else {
+      send_error(res, res.status, "HTTP status " + std::to_string(res.status));
+    }
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  svr.set_exception_handler([](const httplib::Request& req, httplib::Response& res, const std::exception_ptr& ep) {
+    std::string what = "unknown error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    spdlog::error("path={} internal error: {}", req.path, what);
+    send_error(res, 500, "internal error: " + what);
+  });
+}
 
+// Known paths answer other methods with 405 and the Allow header, not 404.
+static void method_not_allowed(httplib::Server& svr, const std::string& path, const char* allow) {
+  auto handler = [path, allow](const httplib::Request& req, httplib::Response& res) {
+    res.set_header("Allow", allow);
+    send_error(res, 405, "method " + req.method + " not allowed on " + path + " (allowed: " + allow + ")");
+  };
+  if (std::string(allow) != "POST") svr.Post(path, handler);
+  if (std::string(allow) != "GET") svr.Get(path, handler);
+  svr.Put(path, handler);
+  svr.Patch(path, handler);
+  svr.Delete(path, handler);
+}
+
+// /healthz, /readyz, /version, /metrics: on the service port, and on --metrics-port when given.
+void HttpService::install_probe_routes(httplib::Server& svr) {
+  svr.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"status":"ok"})", kJson);
+  });
+  svr.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+    if (service_->ready()) {
+      res.set_content(R"({"status":"ready"})", kJson);
+    } else {
+      res.status = 503;
+      res.set_content(R"({"status":"not ready","Error":"the cluster view has not listed nodes and pods yet"})", kJson);
+    }
+  });
+  svr.Get("/version", [this](const httplib::Request&, httplib::Response& res) {
+    std::string body = "{\"version\":";
+    append_json_string(body, version());
+    body += ",\"commit\":";
+    append_json_string(body, git_commit());
+    body += ",\"policy\":";
+    append_json_string(body, service_->policy().config().source);
+    body += ",\"usage\":";
+    append_json_string(body, service_->usage().describe());
+    body += "}";
+    res.set_content(body, kJson);
+  });
+  svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics_->render(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  for (const char* path : {"/healthz", "/readyz", "/version", "/metrics"}) method_not_allowed(svr, path, "GET");
+}
+
+void HttpService::install_verb_routes(httplib::Server& svr) {
   auto post_verb = [this, &svr](const std::string& path, Verb verb) {
     svr.Post(path, [this, path, verb](const httplib::Request& req, httplib::Response& res,
                                       const httplib::ContentReader& read_content) {
@@ -98,6 +177,7 @@ void HttpService::install_routes() {
       });
       const auto body_read = std::chrono::steady_clock::now();
       VerbSummary summary;
+      summary.want_reasons = spdlog::should_log(spdlog::level::debug);
       int status = 200;
       if (!complete) {
         // cpp-httplib stops reading past --max-body-bytes (and marks 413), or when the client goes away.
@@ -129,6 +209,9 @@ void HttpService::install_routes() {
         spdlog::warn("req={} verb={} pod={} status={} bytes_in={} ms={:.2f} error=\"{}\"", id, path.substr(1),
                      summary.pod.empty() ? "-" : summary.pod, status, body.size(), ms, summary.error);
       }
+      for (const auto& [node, reason] : summary.reasons) spdlog::debug("req={} node={} refused: {}", id, node, reason);
+      metrics_->observe(path.substr(1), status, ms / 1000.0, body.size(), summary);
+      res.set_header("X-Request-Id", std::to_string(id));
       send_answer(res, status, std::move(ws));
     });
   };
@@ -136,69 +219,7 @@ void HttpService::install_routes() {
   post_verb("/prioritize", Verb::kPrioritize);
   post_verb("/bind", Verb::kBind);
   post_verb("/preempt", Verb::kPreempt);
-
-  svr.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(R"({"status":"ok"})", kJson);
-  });
-  svr.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
-    if (service_->ready()) {
-      res.set_content(R"({"status":"ready"})", kJson);
-    } else {
-      res.status = 503;
-      res.set_content(R"({"status":"not ready","Error":"the cluster view has not listed nodes and pods yet"})", kJson);
-    }
-  });
-  svr.Get("/version", [this](const httplib::Request&, httplib::Response& res) {
-    std::string body = "{\"version\":";
-    append_json_string(body, version());
-    body += ",\"commit\":";
-    append_json_string(body, git_commit());
-    body += ",\"policy\":";
-    append_json_string(body, service_->policy().config().source);
-    body += ",\"usage\":";
-    append_json_string(body, service_->usage().describe());
-    body += "}";
-    res.set_content(body, kJson);
-  });
-
-  // Known paths answer other methods with 405 and the Allow header, not 404.
-  auto method_not_allowed = [&svr](const std::string& path, const char* allow) {
-    auto handler = [path, allow](const httplib::Request& req, httplib::Response& res) {
-      res.set_header("Allow", allow);
-      send_error(res, 405, "method " + req.method + " not allowed on " + path + " (allowed: " + allow + ")");
-    };
-    if (std::string(allow) != "POST") svr.Post(path, handler);
-    if (std::string(allow) != "GET") svr.Get(path, handler);
-    svr.Put(path, handler);
-    svr.Patch(path, handler);
-    svr.Delete(path, handler);
-  };
-  for (const char* path : {"/filter", "/prioritize", "/bind", "/preempt"}) method_not_allowed(path, "POST");
-  for (const char* path : {"/healthz", "/readyz", "/version"}) method_not_allowed(path, "GET");
-
-  svr.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    if (res.status == 404) {
-      send_error(res, 404, "no such path " + req.path + " (serving /filter, /prioritize, /bind, /preempt, /healthz, /readyz, /version)");
-    } else if (res.status == 413) {
-      send_error(res, 413, "request body larger than --max-body-bytes (" + std::to_string(options_.max_body_bytes) +
-                               " bytes)");
-    } else {
-      send_error(res, res.status, "HTTP status " + std::to_string(res.status));
-    }
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-  svr.set_exception_handler([](const httplib::Request& req, httplib::Response& res, const std::exception_ptr& ep) {
-    std::string what = "unknown error";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    spdlog::error("path={} internal error: {}", req.path, what);
-    send_error(res, 500, "internal error: " + what);
-  });
+  for (const char* path : {"/filter", "/prioritize", "/bind", "/preempt"}) method_not_allowed(svr, path, "POST");
 }
 
 bool HttpService::bind(std::string& error) {
@@ -208,19 +229,34 @@ bool HttpService::bind(std::string& error) {
       error = "cannot listen on " + options_.address + " (any port)";
       return false;
     }
-    return true;
-  }
-  if (!server_->bind_to_port(options_.address, options_.port)) {
+  } else if (server_->bind_to_port(options_.address, options_.port)) {
+    port_ = options_.port;
+  } else {
     error = "cannot listen on " + options_.address + ":" + std::to_string(options_.port) +
             " (address in use, or not an address of this host)";
     return false;
   }
-  port_ = options_.port;
+  if (metrics_server_ && !metrics_server_->bind_to_port(options_.address, options_.metrics_port)) {
+    error = "cannot listen on " + options_.address + ":" + std::to_string(options_.metrics_port) + " (--metrics-port)";
+    return false;
+  }
   return true;
 }
 
-bool HttpService::serve() { return server_->listen_after_bind(); }
+bool HttpService::serve() {
+  std::thread metrics_thread;
+  if (metrics_server_) metrics_thread = std::thread([this] { metrics_server_->listen_after_bind(); });
+  const bool ok = server_->listen_after_bind();
+  if (metrics_server_) {
+    metrics_server_->stop();
+    metrics_thread.join();
+  }
+  return ok;
+}
 
-void HttpService::stop() { server_->stop(); }
+void HttpService::stop() {
+  server_->stop();
+  if (metrics_server_) metrics_server_->stop();
+}
 
 }  // namespace gpu_extender

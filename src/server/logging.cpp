@@ -1,13 +1,36 @@
 #include "logging.h"
 
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-namespace gpu_extender {
+#include "gpu_extender/json_writer.h"
 
-void configure_logging(const std::string& level) {
+namespace gpu_extender {
+namespace {
+
+// %* : the message as a quoted JSON string.
+class JsonMessageFlag final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+    std::string quoted;
+    append_json_string(quoted, std::string_view(msg.payload.data(), msg.payload.size()));
+    dest.append(quoted.data(), quoted.data() + quoted.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<JsonMessageFlag>(); }
+};
+
+}  // namespace
+
+void configure_logging(const std::string& level, const std::string& format) {
   auto logger = spdlog::stderr_color_mt("gpu-extender");
-  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
+  if (format == "json") {
+    auto formatter = std::make_unique<spdlog::pattern_formatter>();
+    formatter->add_flag<JsonMessageFlag>('*').set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","msg":%*})");
+    logger->set_formatter(std::move(formatter));
+  } else {
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
+  }
   logger->set_level(spdlog::level::from_str(level));
   logger->flush_on(spdlog::level::info);
   spdlog::set_default_logger(logger);

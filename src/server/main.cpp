@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  configure_logging(options.log_level);
+  configure_logging(options.log_level, options.log_format);
   ServiceParts parts;
   std::unique_ptr<KubeConnection> kube;
   try {
@@ -82,7 +82,9 @@ int main(int argc, char** argv) {
   auto service = std::make_shared<const ExtenderService>(parts);
   std::unique_ptr<HttpService> http;
   try {
-    http = std::make_unique<HttpService>(service, options);
+    auto metrics = std::make_shared<Metrics>();
+    if (kube) metrics->attach_cluster(kube->view(), [k = kube.get()] { return k->watch_counts(); });
+    http = std::make_unique<HttpService>(service, options, metrics);
   } catch (const std::exception& e) {
     std::cerr << "gpu-extender: " << e.what() << "\n";
     return 2;

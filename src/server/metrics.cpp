@@ -1,0 +1,170 @@
+#include "gpu_extender/metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <map>
+
+#include "gpu_extender/build_info.h"
+#include "process_metrics.h"
+
+namespace gpu_extender {
+namespace {
+
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+// Resolves both 100 us (a 10-node names-mode call) and 10 s (past the scheduler's 5 s timeout).
+const prometheus::Histogram::BucketBoundaries kLatencyBuckets = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+const prometheus::Histogram::BucketBoundaries kBodyBuckets = {
+    1e3, 1e4, 1e5, 1e6, 5e6, 1e7, 2.5e7, 5e7, 1e8, 2.5e8};
+const prometheus::Histogram::BucketBoundaries kNodeBuckets = {1, 3, 10, 30, 100, 300, 1000, 3000, 5000, 10000};
+
+// Cluster-view gauges and watch counters, computed when Prometheus scrapes.
+class ClusterCollector final : public prometheus::Collectable {
+ public:
+  ClusterCollector(std::shared_ptr<const ClusterView> view, std::function<std::vector<WatchCounts>()> watches)
+      : view_(std::move(view)), watches_(std::move(watches)) {}
+
+  std::vector<MetricFamily> Collect() const override {
+    const ClusterView::Stats s = view_->stats();
+    std::vector<MetricFamily> out;
+    auto gauge = [&](const char* name, const char* help, double value) {
+      MetricFamily f{name, help, MetricType::Gauge, {}};
+      prometheus::ClientMetric m;
+      m.gauge.value = value;
+      f.metric.push_back(m);
+      out.push_back(std::move(f));
+    };
+    gauge("gpu_extender_cluster_nodes", "Nodes in the extender's cluster view.", static_cast<double>(s.nodes));
+    gauge("gpu_extender_cluster_pods", "Pods holding resources on a node, in the cluster view.", static_cast<double>(s.pods));
+    gauge("gpu_extender_cluster_assumed_pods", "Pods bound by /bind and not yet confirmed by the watch.",
+          static_cast<double>(s.assumed));
+    gauge("gpu_extender_cluster_synced", "1 once the first lists of nodes and pods are in the view.",
+          view_->ready() ? 1 : 0);
+    gauge("gpu_extender_cluster_last_event_age_seconds",
+          "Seconds since the last watch event or bookmark (the view's staleness); -1 before the first.",
+          s.seconds_since_event);
+    MetricFamily lists{"gpu_extender_watch_lists_total", "Full lists of a resource (start, 410 Gone, errors).",
+                       MetricType::Counter, {}};
+    MetricFamily restarts{"gpu_extender_watch_restarts_total", "Watches of a resource that ended and were restarted, by reason.",
+                          MetricType::Counter, {}};
+    MetricFamily events{"gpu_extender_watch_events_total", "Watch events applied, by resource.", MetricType::Counter, {}};
+    for (const WatchCounts& w : watches_()) {
+      auto add = [&](MetricFamily& f, double value, std::vector<prometheus::ClientMetric::Label> labels) {
+        prometheus::ClientMetric m;
+        m.label = std::move(labels);
+        m.counter.value = value;
+        f.metric.push_back(std::move(m));
+      };
+      add(lists, static_cast<double>(w.lists), {{"resource", w.resource}});
+      add(restarts, static_cast<double>(w.relists_after_gone), {{"reason", "gone"}, {"resource", w.resource}});
+      add(restarts, static_cast<double>(w.failures), {{"reason", "error"}, {"resource", w.resource}});
+      add(events, static_cast<double>(w.events), {{"resource", w.resource}});
+    }
+    out.push_back(std::move(lists));
+    out.push_back(std::move(restarts));
+    out.push_back(std::move(events));
+    return out;
+  }
+
+ private:
+  std::shared_ptr<const ClusterView> view_;
+  std::function<std::vector<WatchCounts>()> watches_;
+};
+
+}  // namespace
+
+struct Metrics::Impl {
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  prometheus::Family<prometheus::Counter>& requests =
+      prometheus::BuildCounter().Name("gpu_extender_requests_total").Help("Requests by verb and HTTP status code.").Register(*registry);
+  prometheus::Family<prometheus::Histogram>& latency =
+      prometheus::BuildHistogram()
+          .Name("gpu_extender_request_duration_seconds")
+          .Help("Time from the request's arrival to its answer being ready, by verb (reading the body included).")
+          .Register(*registry);
+  prometheus::Family<prometheus::Histogram>& body =
+      prometheus::BuildHistogram().Name("gpu_extender_request_body_bytes").Help("Request body size, by verb.").Register(*registry);
+  prometheus::Family<prometheus::Histogram>& nodes =
+      prometheus::BuildHistogram().Name("gpu_extender_request_nodes").Help("Nodes (or candidates) per request, by verb.").Register(*registry);
+  prometheus::Family<prometheus::Counter>& rejections =
+      prometheus::BuildCounter()
+          .Name("gpu_extender_filter_rejections_total")
+          .Help("Nodes refused by /filter, by the rule that refused them (nodeCache: not in the node cache).")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& binds =
+      prometheus::BuildCounter().Name("gpu_extender_binds_total").Help("Bind requests by result.").Register(*registry);
+  prometheus::Family<prometheus::Counter>& preemption =
+      prometheus::BuildCounter()
+          .Name("gpu_extender_preemption_candidates_total")
+          .Help("Preemption candidate nodes kept or dropped by /preempt.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& reloads =
+      prometheus::BuildCounter().Name("gpu_extender_config_reloads_total").Help("Policy reloads by result.").Register(*registry);
+  prometheus::Family<prometheus::Gauge>& build =
+      prometheus::BuildGauge().Name("gpu_extender_build_info").Help("Version and commit of the running binary (always 1).").Register(*registry);
+
+  struct PerVerb {
+    prometheus::Histogram* latency;
+    prometheus::Histogram* body;
+    prometheus::Histogram* nodes;
+  };
+  std::map<std::string, PerVerb, std::less<>> verbs;
+  std::shared_ptr<ClusterCollector> cluster;
+  std::shared_ptr<ProcessCollector> process = std::make_shared<ProcessCollector>();
+};
+
+Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
+  for (const char* verb : {"filter", "prioritize", "bind", "preempt"}) {
+    impl_->verbs[verb] = {&impl_->latency.Add({{"verb", verb}}, kLatencyBuckets),
+                          &impl_->body.Add({{"verb", verb}}, kBodyBuckets),
+                          &impl_->nodes.Add({{"verb", verb}}, kNodeBuckets)};
+  }
+  for (const char* result : {"success", "failure"}) impl_->reloads.Add({{"result", result}});
+  for (const char* result : {"bound", "failed", "no_api"}) impl_->binds.Add({{"result", result}});
+  for (const char* outcome : {"kept", "dropped"}) impl_->preemption.Add({{"outcome", outcome}});
+  impl_->build.Add({{"version", std::string(version())}, {"commit", std::string(git_commit())}}).Set(1);
+}
+
+Metrics::~Metrics() = default;
+
+void Metrics::observe(std::string_view verb, int status, double seconds, size_t body_bytes, const VerbSummary& summary) {
+  auto it = impl_->verbs.find(verb);
+  if (it == impl_->verbs.end()) return;
+  // Family::Add is thread-safe and returns the existing child for known labels.
+  impl_->requests.Add({{"verb", std::string(verb)}, {"code", std::to_string(status)}}).Increment();
+  it->second.latency->Observe(seconds);
+  it->second.body->Observe(static_cast<double>(body_bytes));
+  it->second.nodes->Observe(static_cast<double>(summary.nodes_in));
+  for (const auto& [rule, count] : summary.rejections)
+    impl_->rejections.Add({{"reason", std::string(rule)}}).Increment(static_cast<double>(count));
+  if (!summary.bind_result.empty()) impl_->binds.Add({{"result", summary.bind_result}}).Increment();
+  if (verb == "preempt" && status == 200 && summary.error.empty()) {
+    impl_->preemption.Add({{"outcome", "kept"}}).Increment(static_cast<double>(summary.nodes_out));
+    impl_->preemption.Add({{"outcome", "dropped"}}).Increment(static_cast<double>(summary.nodes_in - summary.nodes_out));
+  }
+}
+
+void Metrics::count_reload(bool ok) {
+  impl_->reloads.Add({{"result", ok ? "success" : "failure"}}).Increment();
+}
+
+void Metrics::attach_cluster(std::shared_ptr<const ClusterView> view, std::function<std::vector<WatchCounts>()> watches) {
+  impl_->cluster = std::make_shared<ClusterCollector>(std::move(view), std::move(watches));
+}
+
+std::string Metrics::render() const {
+  std::vector<MetricFamily> families = impl_->registry->Collect();
+  for (auto& f : impl_->process->Collect()) families.push_back(std::move(f));
+  if (impl_->cluster)
+    for (auto& f : impl_->cluster->Collect()) families.push_back(std::move(f));
+  return prometheus::TextSerializer().Serialize(families);
+}
+
+}  // namespace gpu_extender
