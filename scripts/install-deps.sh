@@ -11,6 +11,7 @@ PACKAGES=(
   prometheus-cpp-dev
   catch2
   python3 curl openssl
+  prometheus
 )
 
 if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi

@@ -41,6 +41,7 @@ class ExtenderProcess {
   explicit ExtenderProcess(std::vector<std::string> extra_args = {}) {
     int fds[2];
     if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
+    std::fflush(nullptr);  // the child must not write our buffered output again
     pid_ = fork();
     if (pid_ == 0) {
       dup2(fds[1], STDERR_FILENO);
@@ -68,12 +69,13 @@ class ExtenderProcess {
     });
     // Wait (bounded) for "listening on http(s)://127.0.0.1:PORT".
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    const std::string marker = "://127.0.0.1:";
+    const std::string marker = "listening on http";  // then "://127.0.0.1:PORT" (http or https)
     while (std::chrono::steady_clock::now() < deadline) {
       const std::string text = log();
       const size_t at = text.find(marker);
       if (at != std::string::npos && text.find('\n', at) != std::string::npos) {
-        port_ = std::stoi(text.substr(at + marker.size()));
+        const size_t host = text.find("://127.0.0.1:", at);
+        port_ = std::stoi(text.substr(host + 13));
         return;
       }
       int status = 0;
