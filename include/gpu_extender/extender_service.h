@@ -18,7 +18,7 @@
 
 namespace gpu_extender {
 
-enum class Verb { kFilter, kPrioritize, kBind, kPreempt };
+enum class Verb { kFilter, kPrioritize, kBind, kPreempt, kExplain };
 
 // What the verbs work with. Only the policy is required: without a cluster view there is no names
 // mode and no /preempt; without a binder /bind answers an Error.
@@ -73,6 +73,7 @@ class ExtenderService {
   int prioritize(Workspace& ws, VerbSummary& summary) const;
   int bind(Workspace& ws, VerbSummary& summary) const;
   int preempt(Workspace& ws, VerbSummary& summary) const;
+  int explain(Workspace& ws, VerbSummary& summary) const;
 
   ServiceParts parts_;
   const Policy* policy_;

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "gpu_extender/explain.h"
 #include "gpu_extender/extender_service.h"
 #include "gpu_extender/wire.h"
 #include "gpu_extender/wire_encode.h"
@@ -55,6 +56,7 @@ int ExtenderService::handle(Verb verb, Workspace& ws, VerbSummary& summary) cons
       case Verb::kPrioritize: return prioritize(ws, summary);
       case Verb::kBind: return bind(ws, summary);
       case Verb::kPreempt: return preempt(ws, summary);
+      case Verb::kExplain: return explain(ws, summary);
     }
   } catch (const DecodeError& e) {
     return fail(ws, 400, e.what(), summary);
@@ -225,6 +227,27 @@ int ExtenderService::preempt(Workspace& ws, VerbSummary& summary) const {
   }
   summary.nodes_out = static_cast<size_t>(std::count(keep.begin(), keep.end(), true));
   encode_preemption_result(args, keep, ws.answer);
+  return 200;
+}
+
+}  // namespace gpu_extender
+
+namespace gpu_extender {
+
+// POST /explain: the ExtenderArgs of /filter, answered with every node's verdict and scores, best first.
+int ExtenderService::explain(Workspace& ws, VerbSummary& summary) const {
+  const ExtenderArgs* args = gather(ws, summary, ws.input_index);
+  if (!args) return fail(ws, 503, kNoNodeCache, summary);
+  Explanation e = gpu_extender::explain(*policy_, args->pod, ws.inputs);
+  for (size_t i = 0; i < args->node_names.size(); ++i) {
+    if (ws.input_index[i] != kNotCached) continue;
+    NodeExplanation unknown;
+    unknown.node = std::string(args->node_names[i]);
+    unknown.verdict = {Fit::kResolvable, "node is not in the extender's node cache", "nodeCache"};
+    e.nodes.push_back(std::move(unknown));
+  }
+  ws.answer = render_explanation_json(e);
+  summary.nodes_out = e.nodes.size();
   return 200;
 }
 

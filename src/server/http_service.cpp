@@ -93,7 +93,7 @@ void HttpService::configure(httplib::Server& svr, int threads) const {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     if (res.status == 404) {
       send_error(res, 404, "no such path " + req.path +
-                               " (serving /filter, /prioritize, /bind, /preempt, /healthz, /readyz, /version, /metrics)");
+                               " (serving /filter, /prioritize, /bind, /preempt, /explain, /healthz, /readyz, /version, /metrics)");
     } else if (res.status == 413) {
       send_error(res, 413, "request body larger than --max-body-bytes (" + std::to_string(options_.max_body_bytes) +
                                " bytes)");
@@ -219,7 +219,8 @@ void HttpService::install_verb_routes(httplib::Server& svr) {
   post_verb("/prioritize", Verb::kPrioritize);
   post_verb("/bind", Verb::kBind);
   post_verb("/preempt", Verb::kPreempt);
-  for (const char* path : {"/filter", "/prioritize", "/bind", "/preempt"}) method_not_allowed(svr, path, "POST");
+  post_verb("/explain", Verb::kExplain);
+  for (const char* path : {"/filter", "/prioritize", "/bind", "/preempt", "/explain"}) method_not_allowed(svr, path, "POST");
 }
 
 bool HttpService::bind(std::string& error) {

@@ -11,6 +11,7 @@
 #include "gpu_extender/cli_options.h"
 #include "gpu_extender/http_service.h"
 #include "gpu_extender/kube_connection.h"
+#include "gpu_extender/tools.h"
 #include "logging.h"
 
 using namespace gpu_extender;
@@ -30,6 +31,10 @@ std::optional<ApiEndpoint> api_endpoint(const CliOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "explain")
+    return run_explain(std::vector<std::string>(argv + 2, argv + argc), std::cout, std::cerr);
+  if (argc > 1 && std::string(argv[1]) == "simulate")
+    return run_simulate(std::vector<std::string>(argv + 2, argv + argc), std::cout, std::cerr);
   const CliParse parsed = parse_cli(std::vector<std::string>(argv + 1, argv + argc));
   if (!parsed.options) {
     std::cerr << "gpu-extender: " << parsed.error << "\n";

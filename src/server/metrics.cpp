@@ -121,7 +121,7 @@ struct Metrics::Impl {
 };
 
 Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
-  for (const char* verb : {"filter", "prioritize", "bind", "preempt"}) {
+  for (const char* verb : {"filter", "prioritize", "bind", "preempt", "explain"}) {
     impl_->verbs[verb] = {&impl_->latency.Add({{"verb", verb}}, kLatencyBuckets),
                           &impl_->body.Add({{"verb", verb}}, kBodyBuckets),
                           &impl_->nodes.Add({{"verb", verb}}, kNodeBuckets)};

@@ -288,3 +288,18 @@ TEST_CASE("binary: flags, policy files and --check-config") {
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("configuration ok") != std::string::npos);
 }
+
+TEST_CASE("http: /explain answers why each node won or lost") {
+  ExtenderProcess p;
+  auto res = post(p, "/explain", test_support::sample("filter-gpu-full.json"));
+  REQUIRE(res);
+  CHECK(res->status == 200);
+  const json e = json::parse(res->body);
+  CHECK(e["pod"] == "default/train-a100");
+  CHECK(e["best"] == "a100-80g-4g");
+  CHECK(e["nodes"].size() == 9);
+  CHECK(e["nodes"].back()["verdict"] == "fail-unresolvable");
+  res = post(p, "/explain", "{\"Pod\":");
+  REQUIRE(res);
+  CHECK(res->status == 400);
+}

@@ -1,0 +1,20 @@
+#pragma once
+// The command-line tools of the gpu-extender binary, besides serving:
+//   gpu-extender explain  ...   why each node won or lost for one pod
+//   gpu-extender simulate ...   place a list of pods one after another, before deploying
+// Each returns the process exit code; output goes to `out`, errors (naming the file and the field) to
+// `err`. Thread-safe: no shared state.
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace gpu_extender {
+
+int run_explain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int run_simulate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+// A Kubernetes object file as JSON text: JSON as it is, YAML (kubectl get -o yaml) converted.
+// Throws std::runtime_error naming the file.
+std::string load_object_file(const std::string& path);
+
+}  // namespace gpu_extender

@@ -1,0 +1,141 @@
+#include "gpu_extender/explain.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "gpu_extender/json_writer.h"
+
+namespace gpu_extender {
+
+Explanation explain(const Policy& policy, const PodRequest& pod, std::span<const NodeInput> nodes) {
+  Explanation out;
+  out.pod = std::string(pod.ns) + "/" + std::string(pod.name);
+  std::vector<NodeVerdict> verdicts;
+  policy.filter(pod, nodes, verdicts);
+  std::vector<NodeInput> passing;
+  std::vector<size_t> passing_index;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    out.nodes.push_back({std::string(nodes[i].node->name), verdicts[i], {}, 0, -1});
+    if (verdicts[i].passed()) {
+      passing.push_back(nodes[i]);
+      passing_index.push_back(i);
+    }
+  }
+  ScoreSheet sheet;
+  policy.score(pod, passing, sheet);
+  for (size_t k = 0; k < passing.size(); ++k) {
+    NodeExplanation& n = out.nodes[passing_index[k]];
+    for (const auto& column : sheet.columns)
+      n.scores.push_back({std::string(column.scorer), column.weight, column.applied, column.raw[k]});
+    n.combined = sheet.combined[k];
+    n.final_score = sheet.final[k];
+  }
+  std::stable_sort(out.nodes.begin(), out.nodes.end(), [](const NodeExplanation& a, const NodeExplanation& b) {
+    if (a.verdict.passed() != b.verdict.passed()) return a.verdict.passed();
+    if (!a.verdict.passed()) return a.node < b.node;
+    if (a.final_score != b.final_score) return a.final_score > b.final_score;
+    if (a.combined != b.combined) return a.combined > b.combined;
+    return a.node < b.node;
+  });
+  return out;
+}
+
+const NodeExplanation* best_node(const Explanation& e) {
+  return !e.nodes.empty() && e.nodes.front().verdict.passed() ? &e.nodes.front() : nullptr;
+}
+
+namespace {
+const char* verdict_word(Fit fit) {
+  switch (fit) {
+    case Fit::kPass: return "pass";
+    case Fit::kResolvable: return "fail";
+    case Fit::kUnresolvable: return "fail (unresolvable)";
+  }
+  return "?";
+}
+std::string fixed(double v, int decimals = 1) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+}  // namespace
+
+std::string render_explanation_table(const Explanation& e) {
+  // Columns: node, verdict, final, combined, one per scorer "name(w)", reason.
+  std::vector<std::string> scorer_heads;
+  for (const auto& n : e.nodes)
+    if (!n.scores.empty()) {
+      for (const auto& s : n.scores) scorer_heads.push_back(s.scorer + "(w" + std::to_string(s.weight) + ")");
+      break;
+    }
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> head{"NODE", "VERDICT", "SCORE", "COMBINED"};
+  head.insert(head.end(), scorer_heads.begin(), scorer_heads.end());
+  head.push_back("REASON");
+  rows.push_back(head);
+  for (const auto& n : e.nodes) {
+    std::vector<std::string> row{n.node, verdict_word(n.verdict.fit), n.final_score < 0 ? "-" : std::to_string(n.final_score),
+                                 n.final_score < 0 ? "-" : fixed(n.combined)};
+    for (size_t i = 0; i < scorer_heads.size(); ++i) {
+      if (i < n.scores.size()) row.push_back(n.scores[i].applied ? fixed(n.scores[i].raw) : "n/a");
+      else row.push_back("-");
+    }
+    row.push_back(n.verdict.passed() ? "" : n.verdict.reason);
+    rows.push_back(row);
+  }
+  std::vector<size_t> width(head.size(), 0);
+  for (const auto& r : rows)
+    for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  std::string out = "pod " + e.pod + ": " +
+                    (best_node(e) ? "best node " + best_node(e)->node : std::string("no node passes")) + "\n";
+  for (const auto& r : rows) {
+    std::string line;
+    for (size_t c = 0; c < r.size(); ++c) {
+      line += r[c];
+      if (c + 1 < r.size()) line += std::string(width[c] - r[c].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string render_explanation_json(const Explanation& e) {
+  std::string out = "{\"pod\":";
+  append_json_string(out, e.pod);
+  out += ",\"best\":";
+  if (const NodeExplanation* best = best_node(e)) append_json_string(out, best->node);
+  else out += "null";
+  out += ",\"nodes\":[";
+  for (size_t i = 0; i < e.nodes.size(); ++i) {
+    const NodeExplanation& n = e.nodes[i];
+    if (i) out.push_back(',');
+    out += "{\"node\":";
+    append_json_string(out, n.node);
+    out += ",\"verdict\":";
+    append_json_string(out, n.verdict.passed() ? "pass" : (n.verdict.fit == Fit::kResolvable ? "fail" : "fail-unresolvable"));
+    if (!n.verdict.passed()) {
+      out += ",\"rule\":";
+      append_json_string(out, n.verdict.rule);
+      out += ",\"reason\":";
+      append_json_string(out, n.verdict.reason);
+    } else {
+      out += ",\"score\":";
+      append_json_int(out, n.final_score);
+      out += ",\"combined\":" + fixed(n.combined, 3) + ",\"scorers\":[";
+      for (size_t s = 0; s < n.scores.size(); ++s) {
+        if (s) out.push_back(',');
+        out += "{\"name\":";
+        append_json_string(out, n.scores[s].scorer);
+        out += ",\"weight\":" + std::to_string(n.scores[s].weight) + ",\"applied\":" +
+               (n.scores[s].applied ? "true" : "false") + ",\"raw\":" + fixed(n.scores[s].raw, 3) + "}";
+      }
+      out += "]";
+    }
+    out += "}";
+  }
+  out += "]}";
+  return out;
+}
+
+}  // namespace gpu_extender

@@ -1,0 +1,73 @@
+// gpu-extender simulate: place pending pods one after another (filter, score, choose the best, count it
+// on its node), as the scheduler would with this policy, on a cluster described by files.
+#include <cstdio>
+#include <iomanip>
+
+#include "gpu_extender/explain.h"
+#include "gpu_extender/json_writer.h"
+#include "gpu_extender/tools.h"
+#include "tool_inputs.h"
+
+namespace gpu_extender {
+
+int run_simulate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  try {
+    const tools::Flags flags = tools::parse_flags(args, {"--nodes", "--pods-snapshot", "--place", "--policy", "--format"});
+    if (flags.get("--nodes").empty() || flags.get("--place").empty())
+      throw std::runtime_error("give --nodes FILE (a NodeList) and --place FILE (a PodList of pods to place)");
+    const auto policy = tools::load_policy(flags);
+    const ViewSchema& schema = policy->schema();
+    tools::Document nodes_doc, place_doc;
+    const std::vector<NodeView> nodes = tools::load_nodes(flags.get("--nodes"), schema, nodes_doc);
+    const std::vector<PodRequest> pending = tools::load_pods(flags.get("--place"), schema, place_doc);
+    // Usage starts from the snapshot (or nothing in use) and grows with every pod placed.
+    UsageByNode usage = tools::load_usage(flags, schema).value_or(UsageByNode{});
+
+    const bool json = flags.get("--format") == "json";
+    std::string json_out = "[";
+    if (!json) out << std::left << std::setw(28) << "POD" << std::setw(20) << "NODE" << std::setw(7) << "SCORE" << "WHY\n";
+    for (size_t p = 0; p < pending.size(); ++p) {
+      const PodRequest& pod = pending[p];
+      std::vector<NodeInput> inputs;
+      for (const NodeView& n : nodes) {
+        auto it = usage.find(n.name);
+        inputs.push_back({&n, it == usage.end() ? ResourceAmounts{} : it->second});
+      }
+      const Explanation e = explain(*policy, pod, inputs);
+      const NodeExplanation* best = best_node(e);
+      std::string why;
+      if (best) {
+        usage[best->node].add(pod.requests);
+        char combined[32];
+        std::snprintf(combined, sizeof combined, "%.1f", best->combined);
+        why = "combined " + std::string(combined);
+        if (e.nodes.size() > 1 && e.nodes[1].verdict.passed())
+          why += "; next " + e.nodes[1].node + " " + std::to_string(e.nodes[1].final_score);
+      } else {
+        size_t refused = 0;
+        for (const auto& n : e.nodes) refused += n.verdict.passed() ? 0 : 1;
+        why = "unschedulable: " + std::to_string(refused) + " node(s) refused" +
+              (e.nodes.empty() ? "" : "; e.g. " + e.nodes.front().node + ": " + e.nodes.front().verdict.reason);
+      }
+      if (json) {
+        if (p) json_out += ",";
+        json_out += "{\"pod\":";
+        append_json_string(json_out, e.pod);
+        json_out += ",\"node\":";
+        if (best) append_json_string(json_out, best->node);
+        else json_out += "null";
+        json_out += ",\"explanation\":" + render_explanation_json(e) + "}";
+      } else {
+        out << std::setw(28) << e.pod << std::setw(20) << (best ? best->node : "-") << std::setw(7)
+            << (best ? std::to_string(best->final_score) : "-") << why << "\n";
+      }
+    }
+    if (json) out << json_out << "]\n";
+    return 0;
+  } catch (const std::exception& e) {
+    err << "gpu-extender simulate: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace gpu_extender

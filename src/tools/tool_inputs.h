@@ -1,0 +1,42 @@
+#pragma once
+// What explain and simulate share: their flags, and loading the policy, nodes, pods and usage from
+// files, with errors that name the file and the field.
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gpu_extender/policy.h"
+#include "gpu_extender/usage_source.h"
+#include "gpu_extender/wire.h"
+
+namespace gpu_extender::tools {
+
+struct Flags {
+  std::map<std::string, std::string> values;
+  std::string get(const std::string& name) const {
+    auto it = values.find(name);
+    return it == values.end() ? "" : it->second;
+  }
+};
+
+// Parses "--name value" / "--name=value" for the `known` names; throws std::runtime_error on others.
+Flags parse_flags(const std::vector<std::string>& args, const std::set<std::string>& known);
+
+std::shared_ptr<const Policy> load_policy(const Flags& flags);
+
+// A file's JSON and the decoder its views point into: both must outlive what was decoded from them.
+struct Document {
+  std::string json;
+  WireDecoder decoder;
+};
+
+std::vector<NodeView> load_nodes(const std::string& path, const ViewSchema& schema, Document& doc);
+std::vector<PodRequest> load_pods(const std::string& path, const ViewSchema& schema, Document& doc);
+PodRequest load_pod(const std::string& path, const ViewSchema& schema, Document& doc);
+// What is in use on each node, from a pods snapshot; nullopt without --pods-snapshot (unknown).
+std::optional<UsageByNode> load_usage(const Flags& flags, const ViewSchema& schema);
+
+}  // namespace gpu_extender::tools

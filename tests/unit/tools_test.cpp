@@ -1,0 +1,90 @@
+// explain and simulate on the shipped examples: the outcomes the README promises.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <fstream>
+#include <sstream>
+
+#include "gpu_extender/tools.h"
+#include "test_support.h"
+
+using namespace gpu_extender;
+using nlohmann::json;
+
+namespace {
+std::string example(const std::string& name) { return test_support::source_path("extender-config/examples/" + name); }
+
+json simulate(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  std::vector<std::string> all = args;
+  all.insert(all.end(), {"--format", "json"});
+  REQUIRE(run_simulate(all, out, err) == 0);
+  return json::parse(out.str());
+}
+
+std::vector<std::string> placements(const json& result) {
+  std::vector<std::string> nodes;
+  for (const auto& p : result) nodes.push_back(p["node"].is_null() ? "-" : p["node"].get<std::string>());
+  return nodes;
+}
+}  // namespace
+
+TEST_CASE("simulate: the aaa/bbb experiment of the design document") {
+  // master has 3 of 5 aaa in use: the first pods go there; bbb's worker2 is never used.
+  const json start = simulate({"--nodes", example("aaa-bbb/nodes.yaml"), "--pods-snapshot", example("aaa-bbb/pods-start.yaml"),
+                               "--place", example("aaa-bbb/place.yaml")});
+  CHECK(placements(start) == std::vector<std::string>{"master", "master", "worker1", "worker1"});
+  for (const auto& p : start)
+    for (const auto& n : p["explanation"]["nodes"])
+      if (n["node"] == "worker2") CHECK(n["rule"] == "excludedResources");
+  // master and worker1 both with 4 in use: worker1 (more aaa) takes the next pod.
+  const json tied = simulate({"--nodes", example("aaa-bbb/nodes.yaml"), "--pods-snapshot", example("aaa-bbb/pods-tied.yaml"),
+                              "--place", example("aaa-bbb/place.yaml")});
+  CHECK(placements(tied).front() == "worker1");
+}
+
+TEST_CASE("simulate: the GPU pod against a mixed fleet") {
+  const json result = simulate({"--nodes", example("gpu-fleet/nodes.yaml"), "--pods-snapshot",
+                                example("gpu-fleet/pods-running.yaml"), "--place", example("gpu-fleet/place.yaml")});
+  CHECK(placements(result) == std::vector<std::string>{"a100-80g-4g", "a100-2g", "a100-80g-4g", "-"});
+}
+
+TEST_CASE("explain: a table best first, and the same as JSON, from kubectl YAML or an ExtenderArgs body") {
+  std::ostringstream table, err;
+  REQUIRE(run_explain({"--pod", example("gpu-fleet/pod.yaml"), "--nodes", example("gpu-fleet/nodes.yaml"), "--pods-snapshot",
+                       example("gpu-fleet/pods-running.yaml")},
+                      table, err) == 0);
+  CHECK(table.str().rfind("pod default/train-a100: best node a100-80g-4g\nNODE", 0) == 0);
+  CHECK(table.str().find("gpuFit(w7)") != std::string::npos);
+  CHECK(table.str().find("gpu model T4 does not match requested A100") != std::string::npos);
+
+  std::ostringstream out;
+  REQUIRE(run_explain({"--args", test_support::source_path("extender-config/samples/filter-gpu-full.json"), "--format", "json"},
+                      out, err) == 0);
+  const json e = json::parse(out.str());
+  CHECK(e["best"] == "a100-80g-4g");
+  CHECK(e["nodes"][0]["scorers"][0]["name"] == "gpuFit");
+  CHECK(e["nodes"][0]["scorers"][0]["raw"] == 80.0);
+  CHECK(e["nodes"].size() == 9);
+}
+
+TEST_CASE("explain and simulate: errors name the file and the field") {
+  std::ostringstream out, err;
+  const std::string bad = "/tmp/gpu-extender-bad-nodes-" + std::to_string(getpid()) + ".yaml";
+  std::ofstream(bad) << "kind: NodeList\nitems:\n- metadata:\n    name: n\n  status:\n    allocatable:\n      nvidia.com/gpu: lots\n";
+  CHECK(run_simulate({"--nodes", bad, "--place", example("aaa-bbb/place.yaml")}, out, err) == 2);
+  CHECK(err.str() == "gpu-extender simulate: " + bad +
+                         ": items[0].status.allocatable.nvidia.com/gpu: invalid quantity \"lots\": no digits\n");
+  std::remove(bad.c_str());
+  err.str("");
+  CHECK(run_explain({"--pod", "/nonexistent.yaml", "--nodes", example("gpu-fleet/nodes.yaml")}, out, err) == 2);
+  CHECK(err.str() == "gpu-extender explain: /nonexistent.yaml: cannot be read\n");
+  err.str("");
+  CHECK(run_explain({"--args", test_support::source_path("tests/fixtures/kube-scheduler-v1.26/node-cache-mode/filter-1-request.json")}, out, err) == 2);
+  CHECK(err.str().find("names mode") != std::string::npos);
+  err.str("");
+  CHECK(run_simulate({"--nodes", example("aaa-bbb/nodes.yaml")}, out, err) == 2);
+  CHECK(err.str().find("--place") != std::string::npos);
+  err.str("");
+  CHECK(run_explain({"--bogus", "x"}, out, err) == 2);
+  CHECK(err.str() == "gpu-extender explain: unknown flag --bogus\n");
+}
