@@ -15,6 +15,8 @@ struct CliOptions {
   std::string log_level = "info";
   std::string log_format = "text";  // text | json
   int metrics_port = 0;             // 0: /metrics only on the service port
+  int shutdown_drain_seconds = 5;   // after SIGTERM: unready, still serving, then stop accepting
+  int policy_reload_seconds = 2;    // how often --policy is checked for changes; 0: never
   size_t max_body_bytes = 256UL * 1024 * 1024;
   int threads = 0;                 // 0: two per core, at least 4
   // Kubernetes API (see kube_config.h); none of them and not in a pod: no API.

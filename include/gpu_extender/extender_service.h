@@ -4,6 +4,7 @@
 //
 // Thread-safe: any number of threads may call handle() at once; each call works in its own Workspace,
 // and the policy and usage source are shared read-only.
+#include <atomic>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -60,10 +61,17 @@ class ExtenderService {
   Reply handle(Verb verb, std::string_view body, VerbSummary& summary) const;
 
   WorkspacePool& workspaces() const { return workspaces_; }
-  const Policy& policy() const { return *policy_; }
+  // The policy new requests use. Requests in flight keep the one they started with.
+  std::shared_ptr<const Policy> policy() const { return policy_.load(); }
+  // Swaps in a new policy for new requests. Refused (with the reason) when it reads other labels,
+  // annotations or resources than the running one: the cluster view and usage were built with those,
+  // so such a change needs a restart.
+  std::string replace_policy(std::shared_ptr<const Policy> next) const;
   const UsageSource& usage() const { return *parts_.usage; }
   // Ready to answer: always without a cluster view; with one, once it has listed nodes and pods.
-  bool ready() const { return !parts_.cluster || parts_.cluster->ready(); }
+  bool ready() const { return !draining_ && (!parts_.cluster || parts_.cluster->ready()); }
+  // Shutting down: /readyz answers 503 so that Services stop sending new requests here.
+  void begin_draining() const { draining_ = true; }
 
  private:
   // Decodes ExtenderArgs and gathers the node inputs of either mode into ws.inputs. Names not in the
@@ -76,7 +84,8 @@ class ExtenderService {
   int explain(Workspace& ws, VerbSummary& summary) const;
 
   ServiceParts parts_;
-  const Policy* policy_;
+  mutable std::atomic<std::shared_ptr<const Policy>> policy_;
+  mutable std::atomic<bool> draining_{false};
   mutable WorkspacePool workspaces_;
 };
 

@@ -19,6 +19,7 @@
 namespace gpu_extender {
 
 struct Workspace {
+  std::shared_ptr<const Policy> policy;  // the policy this request uses, even if a reload swaps it
   std::string body;    // the request body, read with kJsonPadding bytes of spare capacity
   std::string answer;  // the response body
   WireDecoder decoder;

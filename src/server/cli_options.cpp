@@ -33,6 +33,10 @@ Flags:
   --log-level LEVEL      trace, debug, info, warn, error (default info)
   --log-format FORMAT    text or json (one JSON object per line) (default text)
   --metrics-port N       also serve /metrics, /healthz, /readyz on this plain-HTTP port
+  --policy-reload-seconds N  check --policy for changes this often; a valid new policy
+                         replaces the running one for new requests (default 2; 0: never)
+  --shutdown-drain-seconds N after SIGTERM/SIGINT: /readyz 503 at once, serve N more seconds,
+                         then stop accepting and finish in-flight requests (default 5)
   --max-body-bytes N     largest request body accepted, else 413 (default 268435456)
   --threads N            request worker threads (default: two per core, at least 4)
   --kubeconfig FILE      Kubernetes API from a kubeconfig (current-context); in a pod the
@@ -67,6 +71,8 @@ CliParse parse_cli(const std::vector<std::string>& args) {
        }},
       {"--log-format", [&](const std::string& v) { o.log_format = v; return v == "text" || v == "json"; }},
       {"--metrics-port", [&](const std::string& v) { return parse_number(v, o.metrics_port, 1, 65535); }},
+      {"--shutdown-drain-seconds", [&](const std::string& v) { return parse_number(v, o.shutdown_drain_seconds, 0, 300); }},
+      {"--policy-reload-seconds", [&](const std::string& v) { return parse_number(v, o.policy_reload_seconds, 0, 3600); }},
       {"--max-body-bytes",
        [&](const std::string& v) { return parse_number<size_t>(v, o.max_body_bytes, 1024, size_t{1} << 34); }},
       {"--threads", [&](const std::string& v) { return parse_number(v, o.threads, 1, 1024); }},

@@ -44,12 +44,14 @@ size_t idle_workspaces_to_keep() { return std::max(2U, std::thread::hardware_con
 }  // namespace
 
 ExtenderService::ExtenderService(ServiceParts parts)
-    : parts_(std::move(parts)), policy_(parts_.policy.get()), workspaces_(idle_workspaces_to_keep()) {
+    : parts_(std::move(parts)), workspaces_(idle_workspaces_to_keep()) {
+  policy_.store(parts_.policy);
   if (!parts_.usage) parts_.usage = parts_.cluster ? std::shared_ptr<const UsageSource>(parts_.cluster) : make_no_usage();
 }
 
 int ExtenderService::handle(Verb verb, Workspace& ws, VerbSummary& summary) const {
   ws.answer.clear();
+  ws.policy = policy_.load();
   try {
     switch (verb) {
       case Verb::kFilter: return filter(ws, summary);
@@ -76,7 +78,7 @@ Reply ExtenderService::handle(Verb verb, std::string_view body, VerbSummary& sum
 
 const ExtenderArgs* ExtenderService::gather(Workspace& ws, VerbSummary& summary,
                                             std::vector<size_t>& input_index) const {
-  const ExtenderArgs& args = ws.decoder.decode_extender_args(ws.body, policy_->schema());
+  const ExtenderArgs& args = ws.decoder.decode_extender_args(ws.body, ws.policy->schema());
   summary.pod = pod_label(args.pod);
   summary.nodes_in = args.node_names.size();
   if (parts_.cluster) parts_.cluster->remember_pending(args.pod);  // /bind will need its requests
@@ -116,7 +118,7 @@ int ExtenderService::filter(Workspace& ws, VerbSummary& summary) const {
     return 200;
   }
   std::vector<NodeVerdict> evaluated;
-  policy_->filter(args->pod, ws.inputs, evaluated);
+  ws.policy->filter(args->pod, ws.inputs, evaluated);
   ws.verdicts.clear();
   ws.verdicts.resize(args->node_names.size());
   for (size_t i = 0; i < args->node_names.size(); ++i) {
@@ -150,7 +152,7 @@ int ExtenderService::prioritize(Workspace& ws, VerbSummary& summary) const {
   // HostPriorityList has no Error field: a request that cannot be scored is answered with a status
   // (the scheduler ignores a failed prioritize and keeps its own scores).
   if (!args) return fail(ws, 503, kNoNodeCache, summary);
-  policy_->score(args->pod, ws.inputs, ws.sheet);
+  ws.policy->score(args->pod, ws.inputs, ws.sheet);
   std::vector<int64_t> scores(args->node_names.size(), 0);  // a node not in the cache scores 0
   for (size_t i = 0; i < scores.size(); ++i)
     if (ws.input_index[i] != kNotCached) scores[i] = ws.sheet.final[ws.input_index[i]];
@@ -196,7 +198,7 @@ int ExtenderService::preempt(Workspace& ws, VerbSummary& summary) const {
                 "remove preemptVerb from the scheduler's extender configuration or give the extender API access",
                 summary);
   }
-  const PreemptionArgs& args = ws.decoder.decode_preemption_args(ws.body, policy_->schema());
+  const PreemptionArgs& args = ws.decoder.decode_preemption_args(ws.body, ws.policy->schema());
   summary.pod = pod_label(args.pod);
   summary.nodes_in = args.candidates.size();
   std::vector<std::string_view> names;
@@ -222,7 +224,7 @@ int ExtenderService::preempt(Workspace& ws, VerbSummary& summary) const {
         if (frees) input.used->subtract(*frees);
       }
     }
-    policy_->filter(args.pod, std::span<const NodeInput>(&input, 1), verdict);
+    ws.policy->filter(args.pod, std::span<const NodeInput>(&input, 1), verdict);
     keep[i] = verdict[0].passed();
   }
   summary.nodes_out = static_cast<size_t>(std::count(keep.begin(), keep.end(), true));
@@ -238,7 +240,7 @@ namespace gpu_extender {
 int ExtenderService::explain(Workspace& ws, VerbSummary& summary) const {
   const ExtenderArgs* args = gather(ws, summary, ws.input_index);
   if (!args) return fail(ws, 503, kNoNodeCache, summary);
-  Explanation e = gpu_extender::explain(*policy_, args->pod, ws.inputs);
+  Explanation e = gpu_extender::explain(*ws.policy, args->pod, ws.inputs);
   for (size_t i = 0; i < args->node_names.size(); ++i) {
     if (ws.input_index[i] != kNotCached) continue;
     NodeExplanation unknown;
@@ -249,6 +251,31 @@ int ExtenderService::explain(Workspace& ws, VerbSummary& summary) const {
   ws.answer = render_explanation_json(e);
   summary.nodes_out = e.nodes.size();
   return 200;
+}
+
+}  // namespace gpu_extender
+
+namespace gpu_extender {
+
+namespace {
+bool same_schema(const ViewSchema& a, const ViewSchema& b) {
+  if (a.resources.size() != b.resources.size()) return false;
+  for (size_t i = 0; i < a.resources.size(); ++i)
+    if (a.resources.name(i) != b.resources.name(i)) return false;
+  return a.node_gpu_model_label == b.node_gpu_model_label && a.node_gpu_memory_label == b.node_gpu_memory_label &&
+         a.node_gpu_count_label == b.node_gpu_count_label &&
+         a.node_gpu_utilization_annotation == b.node_gpu_utilization_annotation &&
+         a.pod_gpu_model_annotation == b.pod_gpu_model_annotation &&
+         a.pod_gpu_memory_annotation == b.pod_gpu_memory_annotation;
+}
+}  // namespace
+
+std::string ExtenderService::replace_policy(std::shared_ptr<const Policy> next) const {
+  if (!same_schema(policy_.load()->schema(), next->schema()))
+    return "the new policy changes resources, labels or annotations; those need a restart (filters, scorers and "
+           "weights reload live)";
+  policy_.store(std::move(next));
+  return "";
 }
 
 }  // namespace gpu_extender

@@ -138,7 +138,7 @@ void HttpService::install_probe_routes(httplib::Server& svr) {
       res.set_content(R"({"status":"ready"})", kJson);
     } else {
       res.status = 503;
-      res.set_content(R"({"status":"not ready","Error":"the cluster view has not listed nodes and pods yet"})", kJson);
+      res.set_content(R"({"status":"not ready","Error":"shutting down, or the cluster view has not listed nodes and pods yet"})", kJson);
     }
   });
   svr.Get("/version", [this](const httplib::Request&, httplib::Response& res) {
@@ -147,7 +147,7 @@ void HttpService::install_probe_routes(httplib::Server& svr) {
     body += ",\"commit\":";
     append_json_string(body, git_commit());
     body += ",\"policy\":";
-    append_json_string(body, service_->policy().config().source);
+    append_json_string(body, service_->policy()->config().source);
     body += ",\"usage\":";
     append_json_string(body, service_->usage().describe());
     body += "}";

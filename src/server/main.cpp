@@ -12,6 +12,7 @@
 #include "gpu_extender/http_service.h"
 #include "gpu_extender/kube_connection.h"
 #include "gpu_extender/tools.h"
+#include "policy_watcher.h"
 #include "logging.h"
 
 using namespace gpu_extender;
@@ -86,8 +87,9 @@ int main(int argc, char** argv) {
                policy.config().scorers.size());
   auto service = std::make_shared<const ExtenderService>(parts);
   std::unique_ptr<HttpService> http;
+  std::shared_ptr<Metrics> metrics;
   try {
-    auto metrics = std::make_shared<Metrics>();
+    metrics = std::make_shared<Metrics>();
     if (kube) metrics->attach_cluster(kube->view(), [k = kube.get()] { return k->watch_counts(); });
     http = std::make_unique<HttpService>(service, options, metrics);
   } catch (const std::exception& e) {
@@ -101,20 +103,37 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (kube) kube->start();
+  std::unique_ptr<PolicyWatcher> policy_watcher;
+  if (!options.policy_file.empty() && options.policy_reload_seconds > 0)
+    policy_watcher = std::make_unique<PolicyWatcher>(options.policy_file, service, metrics,
+                                                      std::chrono::seconds(options.policy_reload_seconds));
   std::string error;
   if (!http->bind(error)) {
     spdlog::error("{}", error);
     return 1;
   }
+  std::atomic<bool> serving{true};
   std::thread signal_waiter([&] {
     int signal = 0;
     sigwait(&signals, &signal);
-    spdlog::info("received {}, stopping", signal == SIGTERM ? "SIGTERM" : "SIGINT");
+    if (!serving) return;  // serve() ended on its own
+    // Graceful stop: report unready at once so endpoints drop this replica, keep serving what still
+    // arrives during the drain period, then stop accepting; in-flight requests finish before exit.
+    service->begin_draining();
+    spdlog::info("received {}: unready now, draining for {}s, then stopping", signal == SIGTERM ? "SIGTERM" : "SIGINT",
+                 options.shutdown_drain_seconds);
+    sigset_t again;
+    sigemptyset(&again);
+    sigaddset(&again, SIGTERM);
+    sigaddset(&again, SIGINT);
+    const timespec drain{options.shutdown_drain_seconds, 0};
+    sigtimedwait(&again, nullptr, &drain);  // a second signal cuts the drain short
     http->stop();
   });
   spdlog::info("gpu-extender {} listening on {}://{}:{}{}", version(), options.tls_cert_file.empty() ? "http" : "https",
                options.address, http->port(), options.tls_client_ca_file.empty() ? "" : " (client certificates required)");
   const bool ok = http->serve();
+  serving = false;
   // serve() may return without a signal (a listen failure): send ourselves one so the waiter exits.
   // SIGTERM is blocked in every thread, so it only reaches the waiter's sigwait.
   kill(getpid(), SIGTERM);

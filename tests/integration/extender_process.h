@@ -48,7 +48,9 @@ class ExtenderProcess {
       dup2(fds[1], STDOUT_FILENO);
       close(fds[0]);
       close(fds[1]);
-      std::vector<std::string> args{GPU_EXTENDER_BINARY, "--address", "127.0.0.1", "--port", "0"};
+      // No drain on SIGTERM unless a test asks for one: stopping stays instant.
+      std::vector<std::string> args{GPU_EXTENDER_BINARY, "--address", "127.0.0.1", "--port", "0",
+                                    "--shutdown-drain-seconds", "0"};
       args.insert(args.end(), extra_args.begin(), extra_args.end());
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
@@ -107,6 +109,23 @@ class ExtenderProcess {
   }
 
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  // Waits (bounded) for the process to exit by itself; the exit code, or -1 if it is still running.
+  int wait_exit(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        reader_.join();
+        close(log_fd_);
+        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        return exit_code_;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return -1;
+  }
   std::string log() {
     std::lock_guard<std::mutex> lock(mutex_);
     return log_;

@@ -1,0 +1,64 @@
+#include "policy_watcher.h"
+
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace gpu_extender {
+namespace {
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+}  // namespace
+
+PolicyWatcher::PolicyWatcher(std::string path, std::shared_ptr<const ExtenderService> service,
+                             std::shared_ptr<Metrics> metrics, std::chrono::milliseconds interval)
+    : path_(std::move(path)), service_(std::move(service)), metrics_(std::move(metrics)), interval_(interval) {
+  last_text_ = read_all(path_);
+  thread_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stopping_) {
+      wake_.wait_for(lock, interval_);
+      if (stopping_) break;
+      lock.unlock();
+      check();
+      lock.lock();
+    }
+  });
+}
+
+PolicyWatcher::~PolicyWatcher() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+bool PolicyWatcher::check() {
+  const std::string text = read_all(path_);
+  if (text.empty() || text == last_text_) return false;  // unchanged, or mid-swap: look again next time
+  last_text_ = text;
+  std::string error;
+  try {
+    auto next = Policy::build(parse_policy(text, path_));
+    error = service_->replace_policy(next);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  metrics_->count_reload(error.empty());
+  if (!error.empty()) {
+    spdlog::error("policy reload refused, keeping the running policy: {}", error);
+    return false;
+  }
+  spdlog::info("policy reloaded from {}", path_);
+  return true;
+}
+
+}  // namespace gpu_extender

@@ -1,0 +1,144 @@
+// Graceful shutdown and policy hot reload, on the real binary.
+#include <httplib.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "../unit/test_support.h"
+#include "extender_process.h"
+#include "metrics_support.h"
+
+using nlohmann::json;
+using test_support::ExtenderProcess;
+
+namespace {
+
+int status_of(int port, const char* path) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(std::chrono::seconds(1));
+  auto res = client.Get(path);
+  return res ? res->status : -1;
+}
+
+// A raw connection that sends a request in two parts, to hold a request in flight.
+class SlowRequest {
+ public:
+  SlowRequest(int port, const std::string& body) : body_(body) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+    REQUIRE(connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    const std::string head = "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+                             std::to_string(body_.size()) + "\r\nConnection: close\r\n\r\n";
+    send_all(head + body_.substr(0, body_.size() / 2));
+  }
+  ~SlowRequest() { close(fd_); }
+  // Sends the rest and returns the answer's status line.
+  std::string finish() {
+    send_all(body_.substr(body_.size() / 2));
+    std::string answer;
+    char buf[4096];
+    ssize_t n;
+    while ((n = recv(fd_, buf, sizeof buf, 0)) > 0) answer.append(buf, static_cast<size_t>(n));
+    return answer.substr(0, answer.find("\r\n"));
+  }
+
+ private:
+  void send_all(const std::string& data) {
+    size_t sent = 0;
+    while (sent < data.size()) {
+      const ssize_t n = send(fd_, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
+      REQUIRE(n > 0);
+      sent += static_cast<size_t>(n);
+    }
+  }
+  std::string body_;
+  int fd_ = -1;
+};
+
+std::string temp_dir() {
+  char tmpl[] = "/tmp/gpu-extender-life-XXXXXX";
+  return mkdtemp(tmpl);
+}
+
+// Writes `text` as a ConfigMap volume does: a new timestamped folder, then an atomic swap of ..data.
+void write_like_configmap(const std::string& dir, const std::string& text, int generation) {
+  const std::string version = "..v" + std::to_string(generation);
+  std::system(("mkdir -p " + dir + "/" + version).c_str());
+  std::ofstream(dir + "/" + version + "/policy.yaml") << text;
+  std::system(("ln -sfn " + version + " " + dir + "/..data_tmp && mv -T " + dir + "/..data_tmp " + dir + "/..data").c_str());
+  std::system(("[ -L " + dir + "/policy.yaml ] || ln -s ..data/policy.yaml " + dir + "/policy.yaml").c_str());
+}
+
+std::map<std::string, int> scores(int port) {
+  httplib::Client client("127.0.0.1", port);
+  auto res = client.Post("/prioritize", test_support::sample("filter-gpu-full.json"), "application/json");
+  std::map<std::string, int> out;
+  if (res && res->status == 200)
+    for (const auto& s : json::parse(res->body)) out[s["Host"]] = s["Score"];
+  return out;
+}
+
+bool eventually(const std::function<bool()>& condition) {
+  for (int i = 0; i < 150; ++i) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return condition();
+}
+
+}  // namespace
+
+TEST_CASE("lifecycle: SIGTERM makes /readyz unready, drains, finishes in-flight requests, exits 0") {
+  ExtenderProcess p({"--shutdown-drain-seconds", "2"});
+  REQUIRE(status_of(p.port(), "/readyz") == 200);
+  SlowRequest in_flight(p.port(), test_support::sample("filter-gpu-full.json"));
+  kill(p.pid(), SIGTERM);
+  CHECK(eventually([&] { return status_of(p.port(), "/readyz") == 503; }));
+  CHECK(status_of(p.port(), "/healthz") == 200);  // still serving during the drain
+  CHECK(in_flight.finish() == "HTTP/1.1 200 OK");
+  CHECK(p.wait_exit(std::chrono::seconds(10)) == 0);
+  CHECK(status_of(p.port(), "/healthz") == -1);  // no longer accepting
+  CHECK(p.log().find("draining for 2s") != std::string::npos);
+}
+
+TEST_CASE("lifecycle: SIGINT stops the same way") {
+  ExtenderProcess p;
+  kill(p.pid(), SIGINT);
+  CHECK(p.wait_exit(std::chrono::seconds(10)) == 0);
+}
+
+TEST_CASE("lifecycle: the policy reloads when its ConfigMap file changes; a bad one is refused") {
+  const std::string dir = temp_dir();
+  const std::string base = test_support::read_file(test_support::source_path("extender-config/policy.yaml"));
+  write_like_configmap(dir, base, 1);
+  ExtenderProcess p({"--policy", dir + "/policy.yaml", "--policy-reload-seconds", "1"});
+  const auto before = scores(p.port());
+  REQUIRE(before.at("a100-8g") == 5);
+
+  // Idleness only: the 8-GPU node at 10% busy now beats the 2-GPU node at 50%.
+  write_like_configmap(dir, "scorers:\n  - name: gpuIdle\n    weight: 1\n", 2);  // other keys: the defaults
+  REQUIRE(eventually([&] { return scores(p.port()).at("a100-8g") > before.at("a100-8g"); }));
+  const auto after = scores(p.port());
+  CHECK(after.at("a100-8g") > after.at("a100-2g"));
+  CHECK(test_support::value_of(test_support::scrape(p.port()), R"(gpu_extender_config_reloads_total{result="success"})") == 1);
+
+  write_like_configmap(dir, "scorers: [{name: gpuFit, weight: heavy}]\n", 3);
+  CHECK(eventually([&] {
+    return test_support::value_of(test_support::scrape(p.port()), R"(gpu_extender_config_reloads_total{result="failure"})") == 1;
+  }));
+  CHECK(scores(p.port()) == after);  // the running policy stays
+  write_like_configmap(dir, "resources:\n  gpu: example.com/tpu\n", 4);
+  CHECK(eventually([&] {
+    return test_support::value_of(test_support::scrape(p.port()), R"(gpu_extender_config_reloads_total{result="failure"})") == 2;
+  }));
+  CHECK(p.log().find("those need a restart") != std::string::npos);
+  CHECK(scores(p.port()) == after);
+  std::system(("rm -rf " + dir).c_str());
+}
