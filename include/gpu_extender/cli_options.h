@@ -19,6 +19,8 @@ struct CliOptions {
   int policy_reload_seconds = 2;    // how often --policy is checked for changes; 0: never
   size_t max_body_bytes = 256UL * 1024 * 1024;
   int threads = 0;                 // 0: two per core, at least 4
+  int max_queued_connections = 64; // beyond: 503 with Retry-After
+  int read_timeout_seconds = 10;   // a client silent this long mid-request is cut off
   // Kubernetes API (see kube_config.h); none of them and not in a pod: no API.
   std::string kubeconfig;
   std::string kube_api_server;

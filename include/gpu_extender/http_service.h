@@ -17,6 +17,8 @@ class Server;
 
 namespace gpu_extender {
 
+class WorkerPool;
+
 class HttpService {
  public:
   HttpService(std::shared_ptr<const ExtenderService> service, const CliOptions& options,
@@ -31,7 +33,7 @@ class HttpService {
   int port() const { return port_; }
 
  private:
-  void configure(httplib::Server& svr, int threads) const;
+  void configure(httplib::Server& svr, int threads, std::atomic<WorkerPool*>* pool) const;
   void install_verb_routes(httplib::Server& svr);
   void install_probe_routes(httplib::Server& svr);
 
@@ -40,6 +42,7 @@ class HttpService {
   std::shared_ptr<Metrics> metrics_;
   std::unique_ptr<httplib::Server> server_;
   std::unique_ptr<httplib::Server> metrics_server_;  // --metrics-port
+  std::atomic<WorkerPool*> workers_{nullptr};         // the verb server's workers (owned by it)
   int port_ = 0;
   std::atomic<uint64_t> next_request_id_{1};
 };

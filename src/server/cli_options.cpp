@@ -39,6 +39,10 @@ Flags:
                          then stop accepting and finish in-flight requests (default 5)
   --max-body-bytes N     largest request body accepted, else 413 (default 268435456)
   --threads N            request worker threads (default: two per core, at least 4)
+  --read-timeout-seconds N  a client silent this long in the middle of a request is cut off,
+                         freeing its worker (default 10)
+  --max-queued-connections N  connections allowed to wait for a worker; a request that finds more
+                         waiting is answered 503 with Retry-After (default 64)
   --kubeconfig FILE      Kubernetes API from a kubeconfig (current-context); in a pod the
                          service account is used without any flag
   --kube-api-server URL  Kubernetes API server (https://host:port), with:
@@ -76,6 +80,8 @@ CliParse parse_cli(const std::vector<std::string>& args) {
       {"--max-body-bytes",
        [&](const std::string& v) { return parse_number<size_t>(v, o.max_body_bytes, 1024, size_t{1} << 34); }},
       {"--threads", [&](const std::string& v) { return parse_number(v, o.threads, 1, 1024); }},
+      {"--read-timeout-seconds", [&](const std::string& v) { return parse_number(v, o.read_timeout_seconds, 1, 600); }},
+      {"--max-queued-connections", [&](const std::string& v) { return parse_number(v, o.max_queued_connections, 0, 100000); }},
       {"--kubeconfig", [&](const std::string& v) { o.kubeconfig = v; return !v.empty(); }},
       {"--kube-api-server", [&](const std::string& v) { o.kube_api_server = v; return !v.empty(); }},
       {"--kube-token-file", [&](const std::string& v) { o.kube_token_file = v; return !v.empty(); }},

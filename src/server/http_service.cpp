@@ -12,6 +12,7 @@
 #include "gpu_extender/wire.h"
 #include "gpu_extender/wire_encode.h"
 #include "gpu_extender/metrics.h"
+#include "worker_pool.h"
 
 namespace gpu_extender {
 namespace {
@@ -65,13 +66,32 @@ std::unique_ptr<httplib::Server> make_server(const CliOptions& o) {
 HttpService::HttpService(std::shared_ptr<const ExtenderService> service, const CliOptions& options,
                          std::shared_ptr<Metrics> metrics)
     : service_(std::move(service)), options_(options), metrics_(std::move(metrics)), server_(make_server(options)) {
-  configure(*server_, worker_threads(options_.threads));
+  configure(*server_, worker_threads(options_.threads), &workers_);
+  // Load shedding: a request that reaches a worker while more connections than allowed wait behind it
+  // is answered 503 with Retry-After at once, so the queue drains instead of growing without bound.
+  // While any wait, answers ask the client to close, so one kept-alive client cannot hold a worker.
+  server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    WorkerPool* pool = workers_.load();
+    if (!pool || pool->waiting() <= static_cast<size_t>(options_.max_queued_connections)) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    if (req.path == "/healthz") return httplib::Server::HandlerResponse::Unhandled;  // liveness is not load
+    res.set_header("Retry-After", "1");
+    res.set_header("Connection", "close");
+    send_error(res, 503, "overloaded: " + std::to_string(pool->waiting()) + " connections waiting; retry shortly");
+    spdlog::warn("shed {} {}: {} connections waiting", req.method, req.path, pool->waiting());
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  server_->set_post_routing_handler([this](const httplib::Request&, httplib::Response& res) {
+    WorkerPool* pool = workers_.load();
+    if (pool && pool->waiting() > 0) res.set_header("Connection", "close");
+  });
   install_verb_routes(*server_);
   install_probe_routes(*server_);
   if (options_.metrics_port > 0) {
     // Probes and scraping on a plain-HTTP port of their own, apart from the verbs' (possibly TLS) port.
     metrics_server_ = std::make_unique<httplib::Server>();
-    configure(*metrics_server_, 2);
+    configure(*metrics_server_, 2, nullptr);
     install_probe_routes(*metrics_server_);
   }
 }
@@ -79,10 +99,14 @@ HttpService::HttpService(std::shared_ptr<const ExtenderService> service, const C
 HttpService::~HttpService() = default;
 
 // Settings and handlers every listener shares: timeouts, keep-alive, JSON error bodies.
-void HttpService::configure(httplib::Server& svr, int threads) const {
-  svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+void HttpService::configure(httplib::Server& svr, int threads, std::atomic<WorkerPool*>* pool) const {
+  svr.new_task_queue = [threads, pool] {
+    auto* workers = new WorkerPool(static_cast<size_t>(threads));
+    if (pool) pool->store(workers);
+    return workers;
+  };
   svr.set_payload_max_length(options_.max_body_bytes);
-  svr.set_read_timeout(std::chrono::seconds(10));
+  svr.set_read_timeout(std::chrono::seconds(options_.read_timeout_seconds));
   svr.set_write_timeout(std::chrono::seconds(10));
   svr.set_keep_alive_timeout(30);
   svr.set_keep_alive_max_count(10000);  // the scheduler reuses its connection for every pod

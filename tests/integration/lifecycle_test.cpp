@@ -142,3 +142,29 @@ TEST_CASE("lifecycle: the policy reloads when its ConfigMap file changes; a bad 
   CHECK(scores(p.port()) == after);
   std::system(("rm -rf " + dir).c_str());
 }
+
+TEST_CASE("bounds: a stalled half request is cut off and frees its worker") {
+  ExtenderProcess p({"--threads", "1", "--read-timeout-seconds", "1"});
+  SlowRequest stalled(p.port(), test_support::sample("filter-gpu-full.json"));  // half sent, then silence
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  httplib::Client client("127.0.0.1", p.port());
+  client.set_read_timeout(std::chrono::seconds(3));
+  auto res = client.Get("/healthz");
+  REQUIRE(res);
+  CHECK(res->status == 200);
+}
+
+TEST_CASE("bounds: past the connection queue, requests get 503 with Retry-After") {
+  ExtenderProcess p({"--threads", "1", "--max-queued-connections", "0", "--read-timeout-seconds", "5"});
+  const std::string body = test_support::sample("filter-gpu-full.json");
+  SlowRequest holder(p.port(), body);  // holds the only worker
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  SlowRequest second(p.port(), body), third(p.port(), body);  // both wait for the worker
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK(holder.finish() == "HTTP/1.1 200 OK");
+  // The next in line reaches the worker with another still waiting: shed.
+  const std::string a = second.finish(), b = third.finish();
+  CHECK(((a == "HTTP/1.1 503 Service Unavailable" && b == "HTTP/1.1 200 OK") ||
+         (b == "HTTP/1.1 503 Service Unavailable" && a == "HTTP/1.1 200 OK")));
+  CHECK(p.log().find("connections waiting") != std::string::npos);
+}
