@@ -18,6 +18,7 @@ class Server;
 namespace gpu_extender {
 
 class WorkerPool;
+class TlsCertificates;
 
 class HttpService {
  public:
@@ -40,6 +41,7 @@ class HttpService {
   std::shared_ptr<const ExtenderService> service_;
   CliOptions options_;
   std::shared_ptr<Metrics> metrics_;
+  std::unique_ptr<TlsCertificates> tls_;  // before server_: its SSL context points at it
   std::unique_ptr<httplib::Server> server_;
   std::unique_ptr<httplib::Server> metrics_server_;  // --metrics-port
   std::atomic<WorkerPool*> workers_{nullptr};         // the verb server's workers (owned by it)

@@ -12,6 +12,7 @@
 #include "gpu_extender/wire.h"
 #include "gpu_extender/wire_encode.h"
 #include "gpu_extender/metrics.h"
+#include "tls_certificates.h"
 #include "worker_pool.h"
 
 namespace gpu_extender {
@@ -50,22 +51,20 @@ int worker_threads(int requested) {
 }  // namespace
 
 namespace {
-std::unique_ptr<httplib::Server> make_server(const CliOptions& o) {
+std::unique_ptr<httplib::Server> make_server(const CliOptions& o, std::unique_ptr<TlsCertificates>& tls) {
   if (o.tls_cert_file.empty()) return std::make_unique<httplib::Server>();
-  auto server = std::make_unique<httplib::SSLServer>(o.tls_cert_file.c_str(), o.tls_key_file.c_str(),
-                                                     o.tls_client_ca_file.empty() ? nullptr : o.tls_client_ca_file.c_str());
-  if (!server->is_valid()) {
-    throw std::runtime_error("cannot serve HTTPS: --tls-cert-file " + o.tls_cert_file + " / --tls-key-file " +
-                             o.tls_key_file + (o.tls_client_ca_file.empty() ? "" : " / --tls-client-ca-file " + o.tls_client_ca_file) +
-                             " could not be loaded (missing, unreadable, not PEM, or the key does not match)");
-  }
+  tls = std::make_unique<TlsCertificates>(o.tls_cert_file, o.tls_key_file, o.tls_client_ca_file);
+  TlsCertificates* certificates = tls.get();
+  auto server = std::make_unique<httplib::SSLServer>([certificates](SSL_CTX& ctx) { return certificates->configure(ctx); });
+  if (!server->is_valid())
+    throw std::runtime_error("cannot serve HTTPS: --tls-client-ca-file " + o.tls_client_ca_file + " could not be loaded");
   return server;
 }
 }  // namespace
 
 HttpService::HttpService(std::shared_ptr<const ExtenderService> service, const CliOptions& options,
                          std::shared_ptr<Metrics> metrics)
-    : service_(std::move(service)), options_(options), metrics_(std::move(metrics)), server_(make_server(options)) {
+    : service_(std::move(service)), options_(options), metrics_(std::move(metrics)), server_(make_server(options, tls_)) {
   configure(*server_, worker_threads(options_.threads), &workers_);
   // Load shedding: a request that reaches a worker while more connections than allowed wait behind it
   // is answered 503 with Retry-After at once, so the queue drains instead of growing without bound.

@@ -46,3 +46,57 @@ TEST_CASE("tls: unreadable certificate files stop the start with a message") {
   CHECK(r.exit_code == 2);
   CHECK(r.output.find("--tls-cert-file and --tls-key-file go together") != std::string::npos);
 }
+
+namespace {
+// The SHA-256 fingerprint of the certificate a TLS server presents, as the openssl command prints it.
+std::string served_fingerprint(int port) {
+  const std::string cmd = "echo | openssl s_client -connect 127.0.0.1:" + std::to_string(port) +
+                          " 2>/dev/null | openssl x509 -noout -fingerprint -sha256 2>/dev/null";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[512];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  pclose(pipe);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("tls: a certificate renewed on disk is served without a restart") {
+  char tmpl[] = "/tmp/gpu-extender-rotate-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  auto make_cert = [&](const std::string& cn) {
+    const std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=" + cn +
+                            " -addext subjectAltName=IP:127.0.0.1 -keyout " + dir + "/new.key -out " + dir +
+                            "/new.crt >/dev/null 2>&1 && mv " + dir + "/new.key " + dir + "/tls.key && mv " + dir +
+                            "/new.crt " + dir + "/tls.crt";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+  };
+  make_cert("first");
+  ExtenderProcess p({"--tls-cert-file", dir + "/tls.crt", "--tls-key-file", dir + "/tls.key"});
+  const std::string first = served_fingerprint(p.port());
+  REQUIRE(first.find("Fingerprint") != std::string::npos);
+  make_cert("second");
+  std::string now = first;
+  for (int i = 0; i < 40 && now == first; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    now = served_fingerprint(p.port());
+  }
+  CHECK(now.find("Fingerprint") != std::string::npos);
+  CHECK(now != first);
+  CHECK(p.log().find("TLS certificate reloaded") != std::string::npos);
+  std::system(("rm -rf " + dir).c_str());
+}
+
+TEST_CASE("tls: protocols older than TLS 1.2 are refused") {
+  const auto& cert = TestCertificate::get();
+  ExtenderProcess p({"--tls-cert-file", cert.cert_file, "--tls-key-file", cert.key_file});
+  auto handshake = [&](const char* version) {
+    const std::string cmd = "echo | openssl s_client -" + std::string(version) + " -cipher DEFAULT@SECLEVEL=0 -connect 127.0.0.1:" +
+                            std::to_string(p.port()) + " >/dev/null 2>&1";
+    return std::system(cmd.c_str()) == 0;
+  };
+  CHECK(handshake("tls1_2"));
+  CHECK_FALSE(handshake("tls1_1"));
+  CHECK_FALSE(handshake("tls1"));
+}
