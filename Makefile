@@ -4,7 +4,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 ARGS       ?=
 
-.PHONY: all deps build run test test-sanitize check-config clean
+.PHONY: all deps build run test test-sanitize fuzz soak clean
 
 all: build
 
@@ -29,5 +29,9 @@ test-sanitize: deps
 	@cmake --build $(ASAN_BUILD) -j$(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure
 
+# libFuzzer targets (clang, ASan+UBSan), FUZZ_SECONDS each (default 20); findings become regressions.
+fuzz: deps
+	FUZZ_SECONDS=$${FUZZ_SECONDS:-20} bash scripts/fuzz.sh
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

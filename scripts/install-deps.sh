@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake pkg-config ccache
+  build-essential cmake pkg-config ccache clang libclang-rt-14-dev
   libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
   nlohmann-json3-dev libsimdjson-dev libyaml-cpp-dev
   libspdlog-dev libfmt-dev
