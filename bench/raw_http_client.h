@@ -35,6 +35,17 @@ class RawHttpClient {
     return read_answer();
   }
   size_t answer_bytes() const { return answer_bytes_; }
+  // The same, keeping the answer's body.
+  int post_and_read(std::string& answer) {
+    const int status = post();
+    if (status > 0) answer.assign(buffer_.data() + body_offset_, answer_bytes_);
+    return status;
+  }
+  // A GET on the same connection (for /healthz probes).
+  int get_and_read(const std::string& path, std::string& answer) {
+    request_ = "GET " + path + " HTTP/1.1\r\nHost: " + host_ + "\r\n\r\n";
+    return post_and_read(answer);
+  }
 
  private:
   bool connect_socket() {
@@ -88,6 +99,7 @@ class RawHttpClient {
       have += static_cast<size_t>(n);
     }
     answer_bytes_ = length;
+    body_offset_ = header_end + 4;
     return status;
   }
   int fail() {
@@ -101,6 +113,7 @@ class RawHttpClient {
   std::string buffer_;
   int fd_ = -1;
   size_t answer_bytes_ = 0;
+  size_t body_offset_ = 0;
 };
 
 }  // namespace bench

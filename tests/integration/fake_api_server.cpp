@@ -65,12 +65,12 @@ FakeApiServer::FakeApiServer()
     : server_(TestCertificate::get().cert_file.c_str(), TestCertificate::get().key_file.c_str()) {
   server_.new_task_queue = [] { return new httplib::ThreadPool(16); };
   server_.Get("/api/v1/pods", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!authorised(req, res)) return;
+    if (!authorised(req, res) || failing(res)) return;
     if (req.get_param_value("watch") == "1" || req.get_param_value("watch") == "true") watch("pods", req, res);
     else list("pods", req, res);
   });
   server_.Get("/api/v1/nodes", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!authorised(req, res)) return;
+    if (!authorised(req, res) || failing(res)) return;
     if (req.get_param_value("watch") == "1" || req.get_param_value("watch") == "true") watch("nodes", req, res);
     else list("nodes", req, res);
   });
@@ -112,6 +112,19 @@ bool FakeApiServer::authorised(const httplib::Request& req, httplib::Response& r
   res.status = 401;
   res.set_content(status(401, "Unauthorized", "Unauthorized").dump(), "application/json");
   return false;
+}
+
+bool FakeApiServer::failing(httplib::Response& res) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!fail_reads_) return false;
+  res.status = fail_reads_;
+  res.set_content(status(fail_reads_, "InternalError", "the API server is unwell").dump(), "application/json");
+  return true;
+}
+
+void FakeApiServer::fail_reads(int status) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  fail_reads_ = status;
 }
 
 void FakeApiServer::accept_tokens(std::set<std::string> tokens) {

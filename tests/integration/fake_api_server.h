@@ -53,6 +53,7 @@ class FakeApiServer {
   void compact();                               // history before now is gone: old versions get 410
   void send_bookmarks();
   void delay_lists(std::chrono::milliseconds delay);
+  void fail_reads(int status);  // every list and watch answers this status (0: normal again)
 
   struct Binding {
     std::string ns, name, uid, node;
@@ -71,6 +72,7 @@ class FakeApiServer {
     json object;
   };
   bool authorised(const httplib::Request& req, httplib::Response& res);
+  bool failing(httplib::Response& res);
   void record(const std::string& resource, const std::string& type, json object);
   void list(const std::string& resource, const httplib::Request& req, httplib::Response& res);
   void watch(const std::string& resource, const httplib::Request& req, httplib::Response& res);
@@ -99,6 +101,7 @@ class FakeApiServer {
   uint64_t drop_generation_ = 0, error_generation_ = 0, bookmark_generation_ = 0;
   int error_code_ = 410;
   std::chrono::milliseconds list_delay_{0};
+  int fail_reads_ = 0;
   std::atomic<bool> stopping_{false};
 };
 

@@ -6,6 +6,7 @@
 #include "../unit/test_support.h"
 #include "extender_process.h"
 #include "fake_api_server.h"
+#include "metrics_support.h"
 
 using nlohmann::json;
 using test_support::ExtenderProcess;
@@ -267,4 +268,31 @@ TEST_CASE("kube: without API access /preempt and names mode say so") {
             .get<std::string>()
             .find("which need Kubernetes API access") != std::string::npos);
   CHECK(p.log().find("no Kubernetes API configured") != std::string::npos);
+}
+
+TEST_CASE("kube: API faults: the extender answers from its last view, shows staleness, and recovers") {
+  Cluster c;
+  ExtenderProcess p(c.args());
+  REQUIRE(eventually([&] { return ready(p); }));
+  const json body = c.names_args(gpu_pod("train", "uid-train", 4));
+  const json before = post_json(p, "/filter", body);
+  REQUIRE(before["NodeNames"] == json::array({"a100-4"}));
+
+  c.api.fail_reads(500);  // lists and watches fail...
+  c.api.drop_watches();   // ...and the open streams break
+  const auto age = [&] {
+    return test_support::value_of(test_support::scrape(p.port()), "gpu_extender_cluster_last_event_age_seconds");
+  };
+  CHECK(eventually([&] { return age() > 2.0; }));
+  CHECK(post_json(p, "/filter", body)["NodeNames"] == before["NodeNames"]);  // still answering, from the last view
+  CHECK(ready(p));  // a lost watch never makes it unready
+  const double failures = test_support::value_of(test_support::scrape(p.port()),
+                                                 R"(gpu_extender_watch_restarts_total{reason="error",resource="pods"})");
+  CHECK(failures >= 1);
+  CHECK(p.log().find("watch pods failed: HTTP 500") != std::string::npos);
+
+  c.api.fail_reads(0);  // the API server is back: changes made meanwhile arrive
+  c.api.put_pod(make_pod("ml", "late", "uid-late", "a100-4", 4));
+  CHECK(eventually([&] { return !failure_of(post_json(p, "/filter", body), "a100-4").empty(); }, std::chrono::seconds(40)));
+  CHECK(age() < 5.0);
 }
