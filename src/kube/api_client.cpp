@@ -1,3 +1,4 @@
+#include "gpu_extender/file_text.h"
 #include "api_client.h"
 
 #include <httplib.h>
@@ -6,8 +7,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 namespace gpu_extender::kube {
 namespace {
@@ -83,11 +82,8 @@ std::string ApiClient::token() const {
   if (stat(endpoint_.token_file.c_str(), &st) == 0)
     stamp = (static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec) ^ st.st_size;
   if (stamp != token_stamp_ || now - token_read_at_ > std::chrono::minutes(1)) {
-    std::ifstream in(endpoint_.token_file);
-    if (in) {
-      std::ostringstream text;
-      text << in.rdbuf();
-      cached_token_ = trim(text.str());
+    if (std::optional<std::string> text = read_file_text(endpoint_.token_file)) {
+      cached_token_ = trim(std::move(*text));
       token_stamp_ = stamp;
       token_read_at_ = now;
     }

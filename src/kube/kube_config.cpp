@@ -1,20 +1,17 @@
+#include "gpu_extender/file_text.h"
 #include "gpu_extender/kube_config.h"
 
 #include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 namespace gpu_extender {
 namespace {
 
 std::string read_text(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw KubeConfigError(what + ": cannot read " + path);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+  std::optional<std::string> text = read_file_text(path);
+  if (!text) throw KubeConfigError(what + ": cannot read " + path);
+  return std::move(*text);
 }
 
 std::string relative_to(const std::string& base_file, const std::string& path) {

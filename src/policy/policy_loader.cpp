@@ -1,10 +1,9 @@
 // Reading the policy file (YAML or JSON) into a PolicyConfig, strictly: unknown keys and wrong types
 // are errors that name the file and the key.
+#include "gpu_extender/file_text.h"
 #include <yaml-cpp/yaml.h>
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "gpu_extender/build_info.h"
 #include "gpu_extender/policy_config.h"
@@ -160,11 +159,9 @@ PolicyConfig parse_policy(std::string_view text, std::string_view source) {
 }
 
 PolicyConfig load_policy_file(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw PolicyError(path + ": cannot be read");
-  std::ostringstream text;
-  text << file.rdbuf();
-  return parse_policy(text.str(), path);
+  const std::optional<std::string> text = read_file_text(path);
+  if (!text) throw PolicyError(path + ": cannot be read");
+  return parse_policy(*text, path);
 }
 
 }  // namespace gpu_extender

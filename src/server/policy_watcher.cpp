@@ -1,19 +1,12 @@
+#include "gpu_extender/file_text.h"
 #include "policy_watcher.h"
 
 #include <spdlog/spdlog.h>
 
-#include <fstream>
-#include <sstream>
 
 namespace gpu_extender {
 namespace {
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string read_all(const std::string& path) { return read_file_text(path).value_or(""); }
 }  // namespace
 
 PolicyWatcher::PolicyWatcher(std::string path, std::shared_ptr<const ExtenderService> service,

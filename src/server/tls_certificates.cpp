@@ -1,3 +1,4 @@
+#include "gpu_extender/file_text.h"
 #include "tls_certificates.h"
 
 #include <openssl/err.h>
@@ -5,19 +6,11 @@
 #include <openssl/x509.h>
 #include <spdlog/spdlog.h>
 
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 namespace gpu_extender {
 namespace {
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string read_all(const std::string& path) { return read_file_text(path).value_or(""); }
 }  // namespace
 
 struct TlsCertificates::Pair {

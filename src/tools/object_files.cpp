@@ -1,8 +1,7 @@
 // Reading the files users hand the tools: kubectl output in JSON or YAML.
+#include "gpu_extender/file_text.h"
 #include <yaml-cpp/yaml.h>
 
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 #include "gpu_extender/json_writer.h"
@@ -62,11 +61,9 @@ void to_json(const YAML::Node& node, std::string& out) {
 }  // namespace
 
 std::string load_object_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot be read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string content = text.str();
+  const std::optional<std::string> text = read_file_text(path);
+  if (!text) throw std::runtime_error(path + ": cannot be read");
+  const std::string& content = *text;
   const size_t first = content.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && (content[first] == '{' || content[first] == '[')) return content;
   try {

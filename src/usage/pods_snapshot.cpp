@@ -1,17 +1,14 @@
-#include <fstream>
-#include <sstream>
 
+#include "gpu_extender/file_text.h"
 #include "gpu_extender/usage_source.h"
 #include "gpu_extender/wire.h"
 
 namespace gpu_extender {
 
 std::unique_ptr<PodsSnapshotUsage> PodsSnapshotUsage::load(const std::string& path, const ViewSchema& schema) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw std::runtime_error(path + ": cannot be read");
-  std::ostringstream text;
-  text << file.rdbuf();
-  return from_text(text.str(), schema, path);
+  const std::optional<std::string> text = read_file_text(path);
+  if (!text) throw std::runtime_error(path + ": cannot be read");
+  return from_text(*text, schema, path);
 }
 
 std::unique_ptr<PodsSnapshotUsage> PodsSnapshotUsage::from_text(const std::string& text, const ViewSchema& schema,

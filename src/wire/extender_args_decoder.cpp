@@ -70,14 +70,7 @@ const ExtenderArgs& WireDecoder::decode_extender_args(const std::string& body, c
   for (auto f : take(doc.get_object(), "", "a JSON object (ExtenderArgs)")) {
     std::string_view key = field_key(f, "");
     if (equals_ignore_case(key, "Pod")) {
-      once(seen_pod, "Pod");
-      od::value pod = take(f.value(), "Pod", "an object");
-      if (take_null(pod, "Pod")) throw DecodeError("Pod", "must not be null");
-      try {
-        decode_pod(pod, schema, args.pod, impl_->pod_scratch);
-      } catch (DecodeError& e) {
-        throw e.within("Pod");
-      }
+      decode_extender_pod(take(f.value(), "Pod", "an object"), seen_pod, schema, args.pod, impl_->pod_scratch);
     } else if (equals_ignore_case(key, "Nodes")) {
       once(seen_nodes, "Nodes");
       od::value nodes = take(f.value(), "Nodes", "an object");

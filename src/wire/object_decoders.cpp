@@ -186,6 +186,17 @@ void decode_pod(od::value pod, const ViewSchema& schema, PodRequest& out, PodScr
   }
 }
 
+void decode_extender_pod(od::value pod, bool& seen, const ViewSchema& schema, PodRequest& out, PodScratch& scratch) {
+  if (seen) throw DecodeError("Pod", "duplicate key");
+  seen = true;
+  if (take_null(pod, "Pod")) throw DecodeError("Pod", "must not be null");
+  try {
+    decode_pod(pod, schema, out, scratch);
+  } catch (DecodeError& e) {
+    throw e.within("Pod");
+  }
+}
+
 void decode_node(od::value node, const ViewSchema& schema, NodeView& out) {
   out = NodeView{};
   for (auto f : take_object(node, "")) {

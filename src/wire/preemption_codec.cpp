@@ -66,15 +66,7 @@ const PreemptionArgs& WireDecoder::decode_preemption_args(const std::string& bod
   for (auto f : take(doc.get_object(), "", "a JSON object (ExtenderPreemptionArgs)")) {
     std::string_view key = field_key(f, "");
     if (equals_ignore_case(key, "Pod")) {
-      if (seen_pod) throw DecodeError("Pod", "duplicate key");
-      seen_pod = true;
-      od::value pod = take(f.value(), "Pod", "an object");
-      if (take_null(pod, "Pod")) throw DecodeError("Pod", "must not be null");
-      try {
-        decode_pod(pod, schema, args.pod, impl_->pod_scratch);
-      } catch (DecodeError& e) {
-        throw e.within("Pod");
-      }
+      decode_extender_pod(take(f.value(), "Pod", "an object"), seen_pod, schema, args.pod, impl_->pod_scratch);
     } else if (equals_ignore_case(key, "NodeNameToVictims") || equals_ignore_case(key, "NodeNameToMetaVictims")) {
       const bool meta = equals_ignore_case(key, "NodeNameToMetaVictims");
       od::value map = take(f.value(), key, "an object");

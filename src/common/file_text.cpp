@@ -1,0 +1,16 @@
+#include "gpu_extender/file_text.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace gpu_extender {
+
+std::optional<std::string> read_file_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace gpu_extender
