@@ -21,8 +21,11 @@ class Reader {
 
   void only_keys(const YAML::Node& map, const std::string& where, const std::set<std::string>& allowed) const {
     if (!map.IsMap()) fail(where, "expected a mapping");
+    std::set<std::string> seen;
     for (const auto& entry : map) {
       const std::string key = entry.first.as<std::string>();
+      // YAML parsers keep one of two equal keys silently; a policy must not lose a setting that way.
+      if (!seen.insert(key).second) fail(where.empty() ? key : where + "." + key, "duplicate key");
       if (!allowed.count(key)) {
         std::string known;
         for (const auto& k : allowed) {

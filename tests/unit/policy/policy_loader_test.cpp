@@ -52,6 +52,7 @@ TEST_CASE("policy: errors name the file and the key") {
   CHECK_THROWS_WITH(parse_policy("resources:\n  excluded: [a, b, c, d, e, f, g]\n", "f.yaml"),
                     "f.yaml: resources.excluded: at most 6 resources");
   CHECK_THROWS_WITH(load_policy_file("/nonexistent/policy.yaml"), "/nonexistent/policy.yaml: cannot be read");
+  CHECK_THROWS_WITH(parse_policy("filters: [gpuModel]\nfilters: []\n", "f.yaml"), "f.yaml: filters: duplicate key");
 }
 
 TEST_CASE("policy: unknown or repeated rule names are refused when building") {
