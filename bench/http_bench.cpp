@@ -57,15 +57,21 @@ int main(int argc, char** argv) {
   if (mode == "throughput" && argc >= 8) {
     const int concurrency = std::atoi(argv[7]);
     const std::string headers = headers_for(argc > 8 ? argv[8] : "");
-    std::atomic<size_t> ok{0}, errors{0};
+    std::atomic<size_t> ok{0}, errors{0}, shed{0}, transport{0};
     std::vector<std::thread> threads;
     const auto start = clock::now();
     for (int t = 0; t < concurrency; ++t) {
       threads.emplace_back([&] {
         bench::RawHttpClient client(host, port, path, body, headers);
         while (clock::now() < deadline) {
-          if (client.post() == 200) ++ok;
-          else ++errors;
+          const int status = client.post();
+          if (status == 200) {
+            ++ok;
+            continue;
+          }
+          ++errors;
+          if (status == 503) ++shed;
+          if (status < 0) ++transport;
         }
       });
     }
@@ -75,6 +81,8 @@ int main(int argc, char** argv) {
                           {"requests_per_s", static_cast<double>(ok) / elapsed},
                           {"ok", ok.load()},
                           {"errors", errors.load()},
+                          {"shed_503", shed.load()},
+                          {"transport_errors", transport.load()},
                           {"seconds", elapsed}};
     std::cout << out.dump() << "\n";
     return 0;

@@ -100,6 +100,8 @@ class RawHttpClient {
     }
     answer_bytes_ = length;
     body_offset_ = header_end + 4;
+    // The server asked to close (it does when others wait for a worker): reconnect for the next one.
+    if (head.find("Connection: close") != std::string_view::npos) close_socket();
     return status;
   }
   int fail() {

@@ -5,6 +5,7 @@
 // thread) to make start() return.
 #include <atomic>
 #include <memory>
+#include <map>
 #include <string>
 
 #include "gpu_extender/cli_options.h"
@@ -45,6 +46,7 @@ class HttpService {
   std::unique_ptr<httplib::Server> server_;
   std::unique_ptr<httplib::Server> metrics_server_;  // --metrics-port
   std::atomic<WorkerPool*> workers_{nullptr};         // the verb server's workers (owned by it)
+  mutable std::map<const httplib::Server*, int> listening_sockets_;  // to raise their listen backlog
   int port_ = 0;
   std::atomic<uint64_t> next_request_id_{1};
 };

@@ -39,7 +39,9 @@ std::string describe_top_scores(const ExtenderArgs& args, const std::vector<int6
   return out;
 }
 
-size_t idle_workspaces_to_keep() { return std::max(2U, std::thread::hardware_concurrency()); }
+// As many as the default number of workers, so that steady load never frees and re-creates a
+// workspace (which fragmented the heap: resident memory crept under concurrency 64).
+size_t idle_workspaces_to_keep() { return std::max(4U, 2 * std::thread::hardware_concurrency()); }
 
 }  // namespace
 

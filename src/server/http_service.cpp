@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <thread>
 
+#include <sys/socket.h>
+
 #include "gpu_extender/build_info.h"
 #include "gpu_extender/json_writer.h"
 #include "gpu_extender/wire.h"
@@ -112,6 +114,13 @@ void HttpService::configure(httplib::Server& svr, int threads, std::atomic<Worke
   // Headers and body go out in separate writes; with Nagle on, a small answer waits for the client's
   // delayed ACK: 40 ms added to every small /prioritize and /bind.
   svr.set_tcp_nodelay(true);
+  // cpp-httplib 0.11 listens with a backlog of 5: connections beyond that, arriving in a burst, are
+  // dropped by the kernel and their clients see resets. Keep the listening socket to raise it after bind.
+  svr.set_socket_options([this, &svr](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listening_sockets_[&svr] = sock;
+  });
   svr.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     if (res.status == 404) {
@@ -264,6 +273,7 @@ bool HttpService::bind(std::string& error) {
     error = "cannot listen on " + options_.address + ":" + std::to_string(options_.metrics_port) + " (--metrics-port)";
     return false;
   }
+  for (const auto& [server, sock] : listening_sockets_) ::listen(sock, SOMAXCONN);  // a second listen() resizes the backlog
   return true;
 }
 

@@ -1,6 +1,8 @@
 // gpu-extender: wires the flags, the policy, the usage source and the HTTP server together.
 #include <spdlog/spdlog.h>
 
+#include <malloc.h>
+
 #include <csignal>
 #include <iostream>
 #include <pthread.h>
@@ -50,6 +52,11 @@ int main(int argc, char** argv) {
     std::cout << "gpu-extender " << version() << " (commit " << git_commit() << ")\n";
     return 0;
   }
+
+  // glibc gives every thread that allocates its own malloc arena; under many concurrent connections
+  // their fragmentation made resident memory creep (31 -> 47 MiB in 30 s at concurrency 64, flat at
+  // ~32 MiB with one arena). The hot path reuses its buffers, so two arenas cost no measurable speed.
+  mallopt(M_ARENA_MAX, 2);
 
   // Signals are taken by one thread with sigwait; block them before any other thread starts.
   sigset_t signals;
