@@ -24,15 +24,16 @@ class Reader {
     std::set<std::string> seen;
     for (const auto& entry : map) {
       const std::string key = entry.first.as<std::string>();
+      const std::string path = where.empty() ? key : where + "." + key;
       // YAML parsers keep one of two equal keys silently; a policy must not lose a setting that way.
-      if (!seen.insert(key).second) fail(where.empty() ? key : where + "." + key, "duplicate key");
+      if (!seen.insert(key).second) fail(path, "duplicate key");
       if (!allowed.count(key)) {
         std::string known;
         for (const auto& k : allowed) {
           if (!known.empty()) known += ", ";
           known += k;
         }
-        fail(where.empty() ? key : where + "." + key, "unknown key (known: " + known + ")");
+        fail(path, "unknown key (known: " + known + ")");
       }
     }
   }

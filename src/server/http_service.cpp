@@ -39,7 +39,7 @@ void send_answer(httplib::Response& res, int status, std::shared_ptr<Workspace> 
     return;
   }
   const size_t length = ws->answer.size();
-  res.set_content_provider(length, kJson, [ws](size_t offset, size_t n, httplib::DataSink& sink) {
+  res.set_content_provider(length, kJson, [ws = std::move(ws)](size_t offset, size_t n, httplib::DataSink& sink) {
     return sink.write(ws->answer.data() + offset, n);
   });
 }
