@@ -24,7 +24,9 @@ class Reader {
     std::set<std::string> seen;
     for (const auto& entry : map) {
       const std::string key = entry.first.as<std::string>();
-      const std::string path = where.empty() ? key : where + "." + key;
+      std::string path = where;
+      if (!path.empty()) path += ".";
+      path += key;
       // YAML parsers keep one of two equal keys silently; a policy must not lose a setting that way.
       if (!seen.insert(key).second) fail(path, "duplicate key");
       if (!allowed.count(key)) {
