@@ -14,7 +14,7 @@
 
 #include "bench_support.h"
 #include "gpu_extender/cluster_view.h"
-#include "gpu_extender/extender_service.h"
+#include "verb_timing.h"
 
 using namespace gpu_extender;
 
@@ -115,22 +115,15 @@ int main(int argc, char** argv) {
 
   // Names mode with the view filled.
   const ExtenderService service(ServiceParts{policy, nullptr, view, nullptr});
-  std::shared_ptr<Workspace> ws = service.workspaces().acquire();
-  ws->body.reserve(names_body.size() + kJsonPadding);
-  ws->body.assign(names_body);
   VerbSummary probe;
-  if (service.handle(Verb::kFilter, *ws, probe) != 200 || !probe.error.empty()) {
-    std::cerr << "names-mode filter failed: " << ws->answer.substr(0, 300) << "\n";
+  const Reply first = service.handle(Verb::kFilter, names_body, probe);
+  if (first.status != 200 || !probe.error.empty()) {
+    std::cerr << "names-mode filter failed: " << first.body.substr(0, 300) << "\n";
     return 1;
   }
-  const bench::Timing filter = bench::measure([&] {
-    VerbSummary s;
-    service.handle(Verb::kFilter, *ws, s);
-  });
-  const bench::Timing prioritize = bench::measure([&] {
-    VerbSummary s;
-    service.handle(Verb::kPrioritize, *ws, s);
-  });
+  const bench::VerbTimings verbs = bench::time_verbs(service, names_body);
+  const bench::Timing& filter = verbs.filter;
+  const bench::Timing& prioritize = verbs.prioritize;
 
   for (size_t i = 0; i < pod_count; i += 10000) apply("DELETED", i, std::min(pod_count, i + 10000));
   const double rate = static_cast<double>(applied) / apply_seconds;

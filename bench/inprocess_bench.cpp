@@ -11,8 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_support.h"
-#include "gpu_extender/extender_service.h"
-#include "gpu_extender/wire.h"
+#include "verb_timing.h"
 
 using namespace gpu_extender;
 
@@ -29,10 +28,6 @@ int main(int argc, char** argv) {
   for (int i = 2; i < argc; ++i) {
     const std::string path = argv[i];
     const std::string body = bench::read_file(path);
-    // As the server holds it: in a pooled workspace, with room for the parser's padding.
-    std::shared_ptr<Workspace> ws = service.workspaces().acquire();
-    ws->body.reserve(body.size() + kJsonPadding);
-    ws->body.assign(body);
 
     VerbSummary summary;
     const Reply probe = service.handle(Verb::kFilter, body, summary);
@@ -40,14 +35,9 @@ int main(int argc, char** argv) {
       std::cerr << path << ": filter answered " << probe.status << ": " << probe.body.substr(0, 200) << "\n";
       return 1;
     }
-    const bench::Timing filter = bench::measure([&] {
-      VerbSummary s;
-      service.handle(Verb::kFilter, *ws, s);
-    });
-    const bench::Timing prioritize = bench::measure([&] {
-      VerbSummary s;
-      service.handle(Verb::kPrioritize, *ws, s);
-    });
+    const bench::VerbTimings verbs = bench::time_verbs(service, body);
+    const bench::Timing& filter = verbs.filter;
+    const bench::Timing& prioritize = verbs.prioritize;
     simdjson::dom::parser dom;
     const bench::Timing simd = bench::measure([&] {
       simdjson::dom::element doc;

@@ -4,6 +4,7 @@
 #include <sstream>
 #include <string>
 
+#include "gpu_extender/file_text.h"
 #include "gpu_extender/policy.h"
 #include "gpu_extender/quantity.h"
 #include "gpu_extender/wire.h"
@@ -15,11 +16,9 @@ inline std::string source_path(const std::string& relative) {
 }
 
 inline std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+  std::optional<std::string> text = gpu_extender::read_file_text(path);
+  if (!text) throw std::runtime_error("cannot read " + path);
+  return std::move(*text);
 }
 
 inline std::string fixture(const std::string& name) {
