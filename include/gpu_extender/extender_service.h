@@ -74,9 +74,10 @@ class ExtenderService {
   void begin_draining() const { draining_ = true; }
 
  private:
-  // Decodes ExtenderArgs and gathers the node inputs of either mode into ws.inputs. Names not in the
-  // node cache get a verdict in `unknown` (index into node_names) instead of an input.
-  const ExtenderArgs* gather(Workspace& ws, VerbSummary& summary, std::vector<size_t>& input_index) const;
+  // Decodes ExtenderArgs and gathers the node inputs of either mode into ws.inputs; ws.input_index maps
+  // each of args.node_names to its input, or to npos for a name the node cache lacks. nullptr: names
+  // mode without a node cache.
+  const ExtenderArgs* gather(Workspace& ws, VerbSummary& summary) const;
   int filter(Workspace& ws, VerbSummary& summary) const;
   int prioritize(Workspace& ws, VerbSummary& summary) const;
   int bind(Workspace& ws, VerbSummary& summary) const;

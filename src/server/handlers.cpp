@@ -78,8 +78,8 @@ Reply ExtenderService::handle(Verb verb, std::string_view body, VerbSummary& sum
   return reply;
 }
 
-const ExtenderArgs* ExtenderService::gather(Workspace& ws, VerbSummary& summary,
-                                            std::vector<size_t>& input_index) const {
+const ExtenderArgs* ExtenderService::gather(Workspace& ws, VerbSummary& summary) const {
+  std::vector<size_t>& input_index = ws.input_index;
   const ExtenderArgs& args = ws.decoder.decode_extender_args(ws.body, ws.policy->schema());
   summary.pod = pod_label(args.pod);
   summary.nodes_in = args.node_names.size();
@@ -112,25 +112,28 @@ const ExtenderArgs* ExtenderService::gather(Workspace& ws, VerbSummary& summary,
 }
 
 int ExtenderService::filter(Workspace& ws, VerbSummary& summary) const {
-  const ExtenderArgs* args = gather(ws, summary, ws.input_index);
+  const ExtenderArgs* args = gather(ws, summary);
   if (!args) {
     // ExtenderFilterResult has an Error field, and the scheduler logs it (it drops non-200 bodies).
     encode_filter_error(kNoNodeCache, ws.answer);
     summary.error = std::string(kNoNodeCache);
     return 200;
   }
-  std::vector<NodeVerdict> evaluated;
-  ws.policy->filter(args->pod, ws.inputs, evaluated);
-  ws.verdicts.clear();
-  ws.verdicts.resize(args->node_names.size());
-  for (size_t i = 0; i < args->node_names.size(); ++i) {
-    if (ws.input_index[i] == kNotCached) {
+  ws.policy->filter(args->pod, ws.inputs, ws.verdicts);
+  if (ws.inputs.size() != args->node_names.size()) {
+    // Names mode with names the cache lacks: put each verdict back at its name's place (the common
+    // case, every node known, needs no second pass).
+    std::vector<NodeVerdict> evaluated = std::move(ws.verdicts);
+    ws.verdicts.assign(args->node_names.size(), NodeVerdict{});
+    for (size_t i = 0; i < args->node_names.size(); ++i) {
+      if (ws.input_index[i] != kNotCached) {
+        ws.verdicts[i] = std::move(evaluated[ws.input_index[i]]);
+        continue;
+      }
       ws.verdicts[i] = {Fit::kResolvable,
                         "node " + std::string(args->node_names[i]) +
                             " is not in the extender's node cache (just added, or the cache is not synced yet)",
                         "nodeCache"};
-    } else {
-      ws.verdicts[i] = std::move(evaluated[ws.input_index[i]]);
     }
   }
   for (size_t i = 0; i < ws.verdicts.size(); ++i) {
@@ -150,17 +153,22 @@ int ExtenderService::filter(Workspace& ws, VerbSummary& summary) const {
 }
 
 int ExtenderService::prioritize(Workspace& ws, VerbSummary& summary) const {
-  const ExtenderArgs* args = gather(ws, summary, ws.input_index);
+  const ExtenderArgs* args = gather(ws, summary);
   // HostPriorityList has no Error field: a request that cannot be scored is answered with a status
   // (the scheduler ignores a failed prioritize and keeps its own scores).
   if (!args) return fail(ws, 503, kNoNodeCache, summary);
   ws.policy->score(args->pod, ws.inputs, ws.sheet);
-  std::vector<int64_t> scores(args->node_names.size(), 0);  // a node not in the cache scores 0
-  for (size_t i = 0; i < scores.size(); ++i)
-    if (ws.input_index[i] != kNotCached) scores[i] = ws.sheet.final[ws.input_index[i]];
-  encode_host_priorities(args->node_names, scores, ws.answer);
+  const std::vector<int64_t>* scores = &ws.sheet.final;
+  std::vector<int64_t> placed;
+  if (ws.inputs.size() != args->node_names.size()) {  // names the cache lacks score 0
+    placed.assign(args->node_names.size(), 0);
+    for (size_t i = 0; i < placed.size(); ++i)
+      if (ws.input_index[i] != kNotCached) placed[i] = ws.sheet.final[ws.input_index[i]];
+    scores = &placed;
+  }
+  encode_host_priorities(args->node_names, *scores, ws.answer);
   summary.nodes_out = args->node_names.size();
-  summary.top_scores = describe_top_scores(*args, scores);
+  summary.top_scores = describe_top_scores(*args, *scores);
   return 200;
 }
 
@@ -240,7 +248,7 @@ namespace gpu_extender {
 
 // POST /explain: the ExtenderArgs of /filter, answered with every node's verdict and scores, best first.
 int ExtenderService::explain(Workspace& ws, VerbSummary& summary) const {
-  const ExtenderArgs* args = gather(ws, summary, ws.input_index);
+  const ExtenderArgs* args = gather(ws, summary);
   if (!args) return fail(ws, 503, kNoNodeCache, summary);
   Explanation e = gpu_extender::explain(*ws.policy, args->pod, ws.inputs);
   for (size_t i = 0; i < args->node_names.size(); ++i) {
