@@ -1,8 +1,10 @@
 #pragma once
 // Binding a pod to a node through the Kubernetes API (POST .../pods/NAME/binding).
 // Thread-safe: implementations may be called from many request threads at once.
+#include <optional>
 #include <string>
 
+#include "gpu_extender/pod_request.h"
 #include "gpu_extender/wire.h"
 
 namespace gpu_extender {
@@ -12,6 +14,13 @@ class Binder {
   virtual ~Binder() = default;
   // "" when the pod is bound to the node (also when it already was), else what went wrong.
   virtual std::string bind(const BindingArgs& args) = 0;
+
+  struct Fetched {
+    std::optional<PendingPod> pod;  // the pod as the API server has it now
+    std::string error;              // else why it could not be read ("not found", "HTTP 503")
+  };
+  // The pod named in a /bind that this replica never saw in /filter or /prioritize.
+  virtual Fetched fetch_pod(const std::string& ns, const std::string& name) = 0;
 };
 
 }  // namespace gpu_extender

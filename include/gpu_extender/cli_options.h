@@ -19,6 +19,7 @@ struct CliOptions {
   int policy_reload_seconds = 2;    // how often --policy is checked for changes; 0: never
   size_t max_body_bytes = 256UL * 1024 * 1024;
   int threads = 0;                 // 0: two per core, at least 4
+  int max_threads = 256;           // the pool grows to this many: one thread per open connection
   int max_queued_connections = 64; // beyond: 503 with Retry-After
   int read_timeout_seconds = 10;   // a client silent this long mid-request is cut off
   // Kubernetes API (see kube_config.h); none of them and not in a pod: no API.
@@ -28,6 +29,11 @@ struct CliOptions {
   std::string kube_ca_file;
   bool kube_insecure_skip_tls_verify = false;
   int assume_ttl_seconds = 30;
+  // Pods whose /bind this extender serves: their spec.schedulerName must be one of these.
+  std::vector<std::string> scheduler_names{"gpu-scheduler"};
+  // How long /filter and /prioritize of the next pod wait for the /bind of a pod just scored (the
+  // scheduler binds asynchronously); 0: never wait.
+  int bind_wait_ms = 50;
   // HTTPS for the extender verbs (kube-scheduler's tlsConfig); a client CA makes it mutual TLS.
   std::string tls_cert_file;
   std::string tls_key_file;

@@ -20,7 +20,8 @@ namespace gpu_extender {
 class ClusterView final : public UsageSource, public NodeSource {
  public:
   using Clock = std::chrono::steady_clock;
-  explicit ClusterView(std::chrono::milliseconds assume_ttl = std::chrono::seconds(30));
+  explicit ClusterView(std::chrono::milliseconds assume_ttl = std::chrono::seconds(30),
+                       std::chrono::milliseconds pending_ttl = std::chrono::minutes(5));
 
   // --- written by the watch ---
   void upsert_node(const NodeView& node);
@@ -42,10 +43,15 @@ class ClusterView final : public UsageSource, public NodeSource {
   // --- bind ---
   // Counts `requests` on `node` at once, until the watch reports pod `uid` or the TTL passes.
   void assume_pod(const std::string& uid, const std::string& node, const ResourceAmounts& requests);
+  // The bind failed: pod `uid` no longer counts where it was assumed.
+  void release_assumed(std::string_view uid);
   size_t expire_assumed(Clock::time_point now = Clock::now());
-  // Requests of a pod seen recently in /filter or /prioritize (bind needs them; the body has none).
+  // A pod seen in /filter or /prioritize: /bind needs its requests and scheduler (its body has
+  // neither). Kept until its bind, for at most pending_ttl, and at most kMaxPending pods.
   void remember_pending(const PodRequest& pod);
-  std::optional<ResourceAmounts> pending_requests(std::string_view uid) const;
+  std::optional<PendingPod> take_pending(std::string_view uid);
+  size_t prune_pending(Clock::time_point now = Clock::now());
+  static constexpr size_t kMaxPending = 4096;
 
   // --- read by requests ---
   std::optional<ResourceAmounts> used_on(std::string_view node) const override;
@@ -60,7 +66,7 @@ class ClusterView final : public UsageSource, public NodeSource {
   std::optional<std::pair<std::string, ResourceAmounts>> pod_usage(std::string_view uid) const;
 
   struct Stats {
-    size_t nodes = 0, pods = 0, assumed = 0;
+    size_t nodes = 0, pods = 0, assumed = 0, pending = 0;
     double seconds_since_event = -1;  // -1: no event yet
   };
   Stats stats() const;
@@ -90,8 +96,13 @@ class ClusterView final : public UsageSource, public NodeSource {
   size_t node_objects_ = 0;
   std::unordered_map<std::string, PodEntry, StringHash, std::equal_to<>> pods_;  // by uid, bound and running
   std::unordered_map<std::string, Assumed, StringHash, std::equal_to<>> assumed_;  // by uid
-  std::unordered_map<std::string, ResourceAmounts, StringHash, std::equal_to<>> pending_;  // by uid, bounded
+  struct Pending {
+    PendingPod pod;
+    Clock::time_point seen;
+  };
+  std::unordered_map<std::string, Pending, StringHash, std::equal_to<>> pending_;  // by uid, bounded
   std::chrono::milliseconds assume_ttl_;
+  std::chrono::milliseconds pending_ttl_;
   std::atomic<bool> nodes_synced_{false}, pods_synced_{false};
   std::atomic<int64_t> last_event_ns_{0};
 };

@@ -5,12 +5,14 @@
 // Thread-safe: any number of threads may call handle() at once; each call works in its own Workspace,
 // and the policy and usage source are shared read-only.
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "gpu_extender/bind_tracker.h"
 #include "gpu_extender/binder.h"
 #include "gpu_extender/cluster_view.h"
 #include "gpu_extender/policy.h"
@@ -28,6 +30,10 @@ struct ServiceParts {
   std::shared_ptr<const UsageSource> usage;  // none, a pods snapshot, or the cluster view
   std::shared_ptr<ClusterView> cluster;      // the API watch: node cache, pod view, assumed pods
   std::shared_ptr<Binder> binder;
+  // /bind binds only pods whose spec.schedulerName is one of these.
+  std::vector<std::string> scheduler_names{"gpu-scheduler"};
+  // How long /filter and /prioritize wait for the /bind of a pod scored before (see BindTracker).
+  std::chrono::milliseconds bind_wait{50};
 };
 
 struct Reply {
@@ -43,7 +49,8 @@ struct VerbSummary {
   std::string top_scores;  // prioritize: "node-a=10 node-b=9 node-c=7"
   std::string error;       // set when the request failed
   std::vector<std::pair<std::string_view, size_t>> rejections;  // filter: refused nodes per rule
-  std::string bind_result;                                      // bind: bound | failed | no_api
+  std::string bind_result;  // bind: bound | failed | refused | no_api
+  double bind_wait_ms = 0;  // filter, prioritize: time spent waiting for another pod's /bind
   // Filled only when asked (debug logging): every refused node and why.
   bool want_reasons = false;
   std::vector<std::pair<std::string, std::string>> reasons;
@@ -72,12 +79,16 @@ class ExtenderService {
   bool ready() const { return !draining_ && (!parts_.cluster || parts_.cluster->ready()); }
   // Shutting down: /readyz answers 503 so that Services stop sending new requests here.
   void begin_draining() const { draining_ = true; }
+  BindTracker::Stats bind_tracker_stats() const { return tracker_.stats(); }
 
  private:
   // Decodes ExtenderArgs and gathers the node inputs of either mode into ws.inputs; ws.input_index maps
   // each of args.node_names to its input, or to npos for a name the node cache lacks. nullptr: names
   // mode without a node cache.
-  const ExtenderArgs* gather(Workspace& ws, VerbSummary& summary) const;
+  // `scheduling`: a /filter or /prioritize of the scheduler (waits for pending binds first), not /explain.
+  const ExtenderArgs* gather(Workspace& ws, VerbSummary& summary, bool scheduling) const;
+  // The checks and bookkeeping of /bind around the API call; "" when bound.
+  std::string bind_pod(const BindingArgs& args, VerbSummary& summary) const;
   int filter(Workspace& ws, VerbSummary& summary) const;
   int prioritize(Workspace& ws, VerbSummary& summary) const;
   int bind(Workspace& ws, VerbSummary& summary) const;
@@ -88,6 +99,7 @@ class ExtenderService {
   mutable std::atomic<std::shared_ptr<const Policy>> policy_;
   mutable std::atomic<bool> draining_{false};
   mutable WorkspacePool workspaces_;
+  mutable BindTracker tracker_;
 };
 
 }  // namespace gpu_extender

@@ -35,7 +35,7 @@ class HttpService {
   int port() const { return port_; }
 
  private:
-  void configure(httplib::Server& svr, int threads, std::atomic<WorkerPool*>* pool) const;
+  void configure(httplib::Server& svr, int threads, int max_threads, std::atomic<WorkerPool*>* pool) const;
   void install_verb_routes(httplib::Server& svr);
   void install_probe_routes(httplib::Server& svr);
 

@@ -16,6 +16,7 @@ class KubeConfigError : public std::runtime_error {
 struct ApiEndpoint {
   std::string server;      // https://host:port (or http:// for a plain test server)
   std::string ca_pem;      // certificate authority, PEM (empty: system roots)
+  std::string ca_file;     // where ca_pem came from, if a file: re-read when it changes (CA rotation)
   std::string client_cert_pem;
   std::string client_key_pem;
   std::string token;       // a static bearer token...

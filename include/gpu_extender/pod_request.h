@@ -5,6 +5,7 @@
 // Strings are views into the decoder's storage (valid while the decoder's current document is).
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "gpu_extender/resources.h"
@@ -19,6 +20,7 @@ struct PodRequest {
   std::string_view resource_version;  // metadata.resourceVersion (watch bookkeeping)
   std::string_view node_name;  // spec.nodeName: set for bound pods (usage snapshots, watches)
   std::string_view phase;      // status.phase
+  std::string_view scheduler_name;  // spec.schedulerName ("" when absent: the API server's default applies)
 
   std::optional<std::string_view> gpu_model;  // annotation: one model or a comma-separated list
   std::optional<int64_t> gpu_memory_mib;      // annotation: MiB per GPU
@@ -31,6 +33,21 @@ struct PodRequest {
   bool wants_packed_resource() const { return requested(ViewSchema::kPackedResource) > 0; }
   // A pod that finished no longer holds its resources (Kubernetes' scheduler cache drops it too).
   bool terminated() const { return phase == "Succeeded" || phase == "Failed"; }
+};
+
+// What /bind needs to know of a pod, owned: who it is, which scheduler it belongs to, whether it is
+// bound already, and what it will hold on its node. Kept from /filter and /prioritize, or read from
+// the API server by a replica that did not see those.
+struct PendingPod {
+  std::string ns, name, uid;
+  std::string scheduler_name;  // "" when the pod did not say (the API server defaults it)
+  std::string node_name;       // set when the pod is bound already
+  ResourceAmounts requests;
+
+  static PendingPod of(const PodRequest& pod) {
+    return {std::string(pod.ns),   std::string(pod.name),      std::string(pod.uid), std::string(pod.scheduler_name),
+            std::string(pod.node_name), pod.requests};
+  }
 };
 
 }  // namespace gpu_extender

@@ -24,10 +24,47 @@ std::string binding_json(const BindingArgs& args) {
 ApiBinder::ApiBinder(std::shared_ptr<const ApiClient> api, ViewSchema schema, std::chrono::milliseconds deadline)
     : api_(std::move(api)), schema_(std::move(schema)), deadline_(deadline) {}
 
+namespace {
+std::string pod_path(const std::string& ns, const std::string& name) {
+  return "/api/v1/namespaces/" + ns + "/pods/" + name;
+}
+
+// What a person can act on, for the answers that mean the same for every call about a pod; "" for others.
+std::string common_refusal(const std::string& pod, const ApiResponse& res, const char* verb) {
+  switch (res.status) {
+    case 404:
+      return "cannot bind pod " + pod + ": the pod no longer exists (" + res.describe() + ")";
+    case 401:
+      return "cannot bind pod " + pod + ": the API server refused the extender's credentials (401 Unauthorized)";
+    case 403:
+      return "cannot bind pod " + pod + ": forbidden; the extender's role needs " + verb + " (" + res.describe() + ")";
+    default:
+      return "";
+  }
+}
+}  // namespace
+
+Binder::Fetched ApiBinder::fetch_pod(const std::string& ns, const std::string& name) {
+  Fetched out;
+  const ApiResponse res = api_->get(pod_path(ns, name), std::chrono::seconds(2));
+  if (!res.ok()) {
+    out.error = common_refusal(ns + "/" + name, res, "get on pods");
+    if (out.error.empty()) out.error = "cannot bind pod " + ns + "/" + name + ": cannot read it: " + res.describe();
+    return out;
+  }
+  try {
+    WireDecoder decoder;
+    out.pod = PendingPod::of(decoder.decode_pod_object(res.body, schema_));
+  } catch (const DecodeError& e) {
+    out.error = "cannot bind pod " + ns + "/" + name + ": cannot read it: " + e.what();
+  }
+  return out;
+}
+
 std::string ApiBinder::bind(const BindingArgs& args) {
   using Clock = std::chrono::steady_clock;
   const std::string pod = args.pod_namespace + "/" + args.pod_name;
-  const std::string pod_path = "/api/v1/namespaces/" + args.pod_namespace + "/pods/" + args.pod_name;
+  const std::string path = pod_path(args.pod_namespace, args.pod_name);
   const std::string body = binding_json(args);
   const auto deadline = Clock::now() + deadline_;
   auto backoff = std::chrono::milliseconds(100);
@@ -36,7 +73,7 @@ std::string ApiBinder::bind(const BindingArgs& args) {
   while (true) {
     ++attempts;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    res = api_->post(pod_path + "/binding", body, std::max(left, std::chrono::milliseconds(100)));
+    res = api_->post(path + "/binding", body, std::max(left, std::chrono::milliseconds(100)));
     if (res.ok()) return "";
     const bool retriable = res.status == 0 || res.status >= 500 || res.status == 429;
     if (!retriable || Clock::now() + backoff >= deadline) break;
@@ -46,12 +83,13 @@ std::string ApiBinder::bind(const BindingArgs& args) {
   switch (res.status) {
     case 409: {
       // Already bound: success if to this very node (a retried bind after a lost answer).
-      const ApiResponse current = api_->get(pod_path, std::chrono::seconds(2));
+      const ApiResponse current = api_->get(path, std::chrono::seconds(2));
       if (current.ok()) {
         WireDecoder decoder;
         try {
           const PodRequest existing = decoder.decode_pod_object(current.body, schema_);
-          if (existing.node_name == args.node) return "";
+          // Success only if it is this very pod (not one re-created under the same name) on this node.
+          if (existing.node_name == args.node && existing.uid == args.pod_uid) return "";
           if (!existing.node_name.empty())
             return "pod " + pod + " is already bound to node " + std::string(existing.node_name) + ", not " + args.node;
         } catch (const DecodeError&) {
@@ -60,12 +98,9 @@ std::string ApiBinder::bind(const BindingArgs& args) {
       return "cannot bind pod " + pod + " to " + args.node + ": conflict (" + res.describe() + ")";
     }
     case 404:
-      return "cannot bind pod " + pod + ": the pod no longer exists (" + res.describe() + ")";
     case 401:
-      return "cannot bind pod " + pod + ": the API server refused the extender's credentials (401 Unauthorized)";
     case 403:
-      return "cannot bind pod " + pod + ": forbidden; the extender's role needs create on pods/binding (" +
-             res.describe() + ")";
+      return common_refusal(pod, res, "create on pods/binding");
     default:
       return "cannot bind pod " + pod + " to " + args.node + " after " + std::to_string(attempts) +
              " attempt(s): " + res.describe();

@@ -15,6 +15,7 @@ class ApiBinder final : public Binder {
   ApiBinder(std::shared_ptr<const ApiClient> api, ViewSchema schema,
             std::chrono::milliseconds deadline = std::chrono::seconds(4));
   std::string bind(const BindingArgs& args) override;
+  Fetched fetch_pod(const std::string& ns, const std::string& name) override;
 
  private:
   std::shared_ptr<const ApiClient> api_;

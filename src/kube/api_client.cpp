@@ -32,6 +32,18 @@ X509_STORE* ca_store_from_pem(const std::string& pem) {
   return store;
 }
 
+// Modification time (ns) xor size: changes when a file is rewritten or swapped (ConfigMap/Secret
+// volumes swap a symlink). -2 when the file cannot be read.
+long long file_stamp(const std::string& path) {
+  struct stat st{};
+  if (stat(path.c_str(), &st) != 0) return -2;
+  return (static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec) ^ st.st_size;
+}
+
+// Idle kept-alive connections kept for later calls; more concurrent calls open more, which are closed
+// after use. Binds come from the scheduler's binding goroutines, rarely more than a few at once.
+constexpr size_t kMaxIdleConnections = 8;
+
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
   return s;
@@ -69,6 +81,31 @@ ApiClient::ApiClient(ApiEndpoint endpoint) : endpoint_(std::move(endpoint)) {
   if (!tls_ && !endpoint_.client_cert_pem.empty())
     throw KubeConfigError("client certificates need an https:// API server");
   if (tls_ && !endpoint_.ca_pem.empty()) X509_STORE_free(ca_store_from_pem(endpoint_.ca_pem));  // validate now
+  ca_pem_ = endpoint_.ca_pem;
+  if (!endpoint_.ca_file.empty()) ca_stamp_ = file_stamp(endpoint_.ca_file);
+  ca_checked_at_ = std::chrono::steady_clock::now();
+}
+
+std::string ApiClient::current_ca_pem() const {
+  // Called with pool_mutex_ held. A stat() at most once a second: cheap next to a round trip.
+  const auto now = std::chrono::steady_clock::now();
+  if (endpoint_.ca_file.empty() || now - ca_checked_at_ < std::chrono::seconds(1)) return ca_pem_;
+  ca_checked_at_ = now;
+  const long long stamp = file_stamp(endpoint_.ca_file);
+  if (stamp == ca_stamp_) return ca_pem_;
+  std::optional<std::string> text = read_file_text(endpoint_.ca_file);
+  if (!text) return ca_pem_;  // mid-swap: keep verifying against the CA we have
+  try {
+    X509_STORE_free(ca_store_from_pem(*text));
+  } catch (const KubeConfigError&) {
+    return ca_pem_;  // a half-written file: try again at the next change
+  }
+  ca_stamp_ = stamp;
+  if (*text != ca_pem_) {
+    ca_pem_ = std::move(*text);
+    idle_.clear();  // connections made under the old CA are not reused
+  }
+  return ca_pem_;
 }
 
 ApiClient::~ApiClient() = default;
@@ -76,11 +113,8 @@ ApiClient::~ApiClient() = default;
 std::string ApiClient::token() const {
   if (endpoint_.token_file.empty()) return endpoint_.token;
   std::lock_guard<std::mutex> lock(token_mutex_);
-  struct stat st{};
   const auto now = std::chrono::steady_clock::now();
-  long long stamp = -2;
-  if (stat(endpoint_.token_file.c_str(), &st) == 0)
-    stamp = (static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec) ^ st.st_size;
+  const long long stamp = file_stamp(endpoint_.token_file);
   if (stamp != token_stamp_ || now - token_read_at_ > std::chrono::minutes(1)) {
     if (std::optional<std::string> text = read_file_text(endpoint_.token_file)) {
       cached_token_ = trim(std::move(*text));
@@ -113,7 +147,12 @@ std::unique_ptr<httplib::ClientImpl> ApiClient::connect(std::chrono::millisecond
     } else {
       ssl = std::make_unique<httplib::SSLClient>(host_, port_);
     }
-    if (!endpoint_.ca_pem.empty()) ssl->set_ca_cert_store(ca_store_from_pem(endpoint_.ca_pem));
+    std::string ca;
+    {
+      std::lock_guard<std::mutex> lock(pool_mutex_);
+      ca = current_ca_pem();
+    }
+    if (!ca.empty()) ssl->set_ca_cert_store(ca_store_from_pem(ca));
     ssl->enable_server_certificate_verification(!endpoint_.insecure_skip_tls_verify);
     client = std::move(ssl);
   } else {
@@ -126,30 +165,56 @@ std::unique_ptr<httplib::ClientImpl> ApiClient::connect(std::chrono::millisecond
   return client;
 }
 
-ApiResponse ApiClient::get(const std::string& path, std::chrono::milliseconds timeout) const {
+std::unique_ptr<httplib::ClientImpl> ApiClient::acquire(std::chrono::milliseconds read_timeout) const {
+  std::unique_ptr<httplib::ClientImpl> client;
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    (void)current_ca_pem();  // empties the pool when the CA changed
+    if (!idle_.empty()) {
+      client = std::move(idle_.back());
+      idle_.pop_back();
+    }
+  }
+  if (!client) {
+    client = connect(read_timeout);
+    client->set_keep_alive(true);
+  }
+  client->set_read_timeout(read_timeout);
+  // The token may have rotated since this connection was made: each call sends the current one.
+  if (const std::string token = this->token(); !token.empty()) client->set_bearer_token_auth(token);
+  return client;
+}
+
+void ApiClient::release(std::unique_ptr<httplib::ClientImpl> client) const {
+  std::lock_guard<std::mutex> lock(pool_mutex_);
+  if (idle_.size() < kMaxIdleConnections) idle_.push_back(std::move(client));
+}
+
+template <typename Call>
+ApiResponse ApiClient::pooled(std::chrono::milliseconds timeout, const Call& call) const {
   ApiResponse out;
-  auto client = connect(timeout);
-  const httplib::Headers headers{{"Accept", "application/json"}};
-  if (auto res = client->Get(path.c_str(), headers)) {
+  auto client = acquire(timeout);
+  if (auto res = call(*client)) {
     out.status = res->status;
     out.body = std::move(res->body);
+    // An HTTP answer leaves the connection usable, unless the server said it closes it.
+    if (res->get_header_value("Connection") != "close") release(std::move(client));
   } else {
     out.error = httplib::to_string(res.error());
   }
   return out;
 }
 
+ApiResponse ApiClient::get(const std::string& path, std::chrono::milliseconds timeout) const {
+  return pooled(timeout, [&](httplib::ClientImpl& client) {
+    return client.Get(path.c_str(), httplib::Headers{{"Accept", "application/json"}});
+  });
+}
+
 ApiResponse ApiClient::post(const std::string& path, const std::string& json, std::chrono::milliseconds timeout) const {
-  ApiResponse out;
-  auto client = connect(timeout);
-  const httplib::Headers headers{{"Accept", "application/json"}};
-  if (auto res = client->Post(path.c_str(), headers, json, "application/json")) {
-    out.status = res->status;
-    out.body = std::move(res->body);
-  } else {
-    out.error = httplib::to_string(res.error());
-  }
-  return out;
+  return pooled(timeout, [&](httplib::ClientImpl& client) {
+    return client.Post(path.c_str(), httplib::Headers{{"Accept", "application/json"}}, json, "application/json");
+  });
 }
 
 ApiResponse ApiClient::watch(const std::string& path, const std::function<bool(std::string_view)>& on_line,

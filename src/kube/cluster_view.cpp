@@ -1,13 +1,12 @@
 #include "gpu_extender/cluster_view.h"
 
+#include <algorithm>
 #include <mutex>
+#include <vector>
 
 namespace gpu_extender {
-namespace {
-constexpr size_t kMaxPending = 4096;  // pods between /filter and /bind; more is a flood, not a queue
-}
-
-ClusterView::ClusterView(std::chrono::milliseconds assume_ttl) : assume_ttl_(assume_ttl) {}
+ClusterView::ClusterView(std::chrono::milliseconds assume_ttl, std::chrono::milliseconds pending_ttl)
+    : assume_ttl_(assume_ttl), pending_ttl_(pending_ttl) {}
 
 void ClusterView::touch() {
   last_event_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
@@ -117,18 +116,43 @@ size_t ClusterView::expire_assumed(Clock::time_point now) {
   return expired;
 }
 
-void ClusterView::remember_pending(const PodRequest& pod) {
-  if (pod.uid.empty()) return;
+void ClusterView::release_assumed(std::string_view uid) {
   std::unique_lock lock(mutex_);
-  if (pending_.size() >= kMaxPending) pending_.clear();
-  pending_[std::string(pod.uid)] = pod.requests;
+  forget_assumed(uid);
 }
 
-std::optional<ResourceAmounts> ClusterView::pending_requests(std::string_view uid) const {
-  std::shared_lock lock(mutex_);
+void ClusterView::remember_pending(const PodRequest& pod) {
+  if (pod.uid.empty()) return;
+  const auto now = Clock::now();
+  std::unique_lock lock(mutex_);
+  if (auto it = pending_.find(pod.uid); it != pending_.end()) {
+    it->second.seen = now;  // the same pod again (/prioritize after /filter): nothing new to copy
+    return;
+  }
+  if (pending_.size() >= kMaxPending) {
+    // More pods between /filter and /bind than any scheduler has: drop the oldest half.
+    std::vector<Clock::time_point> seen;
+    seen.reserve(pending_.size());
+    for (const auto& [uid, p] : pending_) seen.push_back(p.seen);
+    std::nth_element(seen.begin(), seen.begin() + static_cast<std::ptrdiff_t>(seen.size() / 2), seen.end());
+    const Clock::time_point median = seen[seen.size() / 2];
+    std::erase_if(pending_, [&](const auto& entry) { return entry.second.seen <= median; });
+  }
+  pending_.emplace(std::string(pod.uid), Pending{PendingPod::of(pod), now});
+}
+
+std::optional<PendingPod> ClusterView::take_pending(std::string_view uid) {
+  std::unique_lock lock(mutex_);
   auto it = pending_.find(uid);
   if (it == pending_.end()) return std::nullopt;
-  return it->second;
+  PendingPod pod = std::move(it->second.pod);
+  pending_.erase(it);
+  return pod;
+}
+
+size_t ClusterView::prune_pending(Clock::time_point now) {
+  std::unique_lock lock(mutex_);
+  return std::erase_if(pending_, [&](const auto& entry) { return now - entry.second.seen > pending_ttl_; });
 }
 
 std::optional<ResourceAmounts> ClusterView::used_on(std::string_view node) const {
@@ -183,6 +207,7 @@ ClusterView::Stats ClusterView::stats() const {
     s.nodes = node_objects_;
     s.pods = pods_.size();
     s.assumed = assumed_.size();
+    s.pending = pending_.size();
   }
   const int64_t last = last_event_ns_;
   if (last != 0) {

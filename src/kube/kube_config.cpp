@@ -61,7 +61,8 @@ std::optional<ApiEndpoint> in_cluster_endpoint(const std::string& sa_dir) {
   const std::string h = host;
   e.server = "https://" + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + port;
   e.token_file = sa_dir + "/token";
-  e.ca_pem = read_text(sa_dir + "/ca.crt", "in-cluster configuration");
+  e.ca_file = sa_dir + "/ca.crt";
+  e.ca_pem = read_text(e.ca_file, "in-cluster configuration");
   (void)read_text(e.token_file, "in-cluster configuration");  // must exist now; re-read on every change
   e.source = "in-cluster (" + e.server + ")";
   return e;
@@ -127,7 +128,10 @@ std::optional<ApiEndpoint> resolve_endpoint(const KubeFlags& flags) {
     e->token_file = flags.token_file;
     e->token.clear();
   }
-  if (!flags.ca_file.empty()) e->ca_pem = read_text(flags.ca_file, "--kube-ca-file");
+  if (!flags.ca_file.empty()) {
+    e->ca_file = flags.ca_file;
+    e->ca_pem = read_text(flags.ca_file, "--kube-ca-file");
+  }
   if (flags.insecure_skip_tls_verify) e->insecure_skip_tls_verify = true;
   if (e->server.rfind("https://", 0) != 0 && e->server.rfind("http://", 0) != 0)
     throw KubeConfigError("API server \"" + e->server + "\" must start with https:// or http://");

@@ -41,6 +41,7 @@ void KubeConnection::start() {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       if (const size_t expired = view_->expire_assumed())
         spdlog::info("cluster view: {} assumed pod(s) expired without the watch confirming them", expired);
+      view_->prune_pending();
       const ClusterView::Stats s = view_->stats();
       const bool stale = s.seconds_since_event > static_cast<double>(options_.stale_after.count());
       if (stale && !stale_logged) {

@@ -38,7 +38,10 @@ Flags:
   --shutdown-drain-seconds N after SIGTERM/SIGINT: /readyz 503 at once, serve N more seconds,
                          then stop accepting and finish in-flight requests (default 5)
   --max-body-bytes N     largest request body accepted, else 413 (default 268435456)
-  --threads N            request worker threads (default: two per core, at least 4)
+  --threads N            request worker threads always running (default: two per core, at least 4)
+  --max-threads N        the pool grows to this many threads, one per open connection, so that
+                         binds, scrapes and idle clients never hold the thread a /filter needs
+                         (default 256); connections beyond wait in the queue
   --read-timeout-seconds N  a client silent this long in the middle of a request is cut off,
                          freeing its worker (default 10)
   --max-queued-connections N  connections allowed to wait for a worker; a request that finds more
@@ -51,6 +54,11 @@ Flags:
   --kube-insecure-skip-tls-verify   do not verify the API server's certificate (testing only)
   --assume-ttl-seconds N how long a pod bound by /bind counts on its node before the watch
                          confirms it (default 30)
+  --scheduler-name NAME  /bind binds only pods with this spec.schedulerName; comma-separated
+                         list (default gpu-scheduler, the shipped scheduler's name)
+  --bind-wait-ms N       /filter and /prioritize of a pod wait up to N ms for the /bind of the
+                         pod scored just before it, so that bursts are scored on the placements
+                         the scheduler has just made (default 50; 0: never wait)
   --tls-cert-file FILE   serve HTTPS with this certificate (PEM), with:
   --tls-key-file FILE      its private key (PEM)
   --tls-client-ca-file FILE  answer only clients with a certificate from this CA (mutual TLS)
@@ -80,6 +88,20 @@ CliParse parse_cli(const std::vector<std::string>& args) {
       {"--max-body-bytes",
        [&](const std::string& v) { return parse_number<size_t>(v, o.max_body_bytes, 1024, size_t{1} << 34); }},
       {"--threads", [&](const std::string& v) { return parse_number(v, o.threads, 1, 1024); }},
+      {"--max-threads", [&](const std::string& v) { return parse_number(v, o.max_threads, 1, 4096); }},
+      {"--bind-wait-ms", [&](const std::string& v) { return parse_number(v, o.bind_wait_ms, 0, 5000); }},
+      {"--scheduler-name",
+       [&](const std::string& v) {
+         o.scheduler_names.clear();
+         size_t start = 0;
+         while (start <= v.size()) {
+           const size_t comma = std::min(v.find(',', start), v.size());
+           if (comma == start) return false;  // an empty name
+           o.scheduler_names.push_back(v.substr(start, comma - start));
+           start = comma + 1;
+         }
+         return true;
+       }},
       {"--read-timeout-seconds", [&](const std::string& v) { return parse_number(v, o.read_timeout_seconds, 1, 600); }},
       {"--max-queued-connections", [&](const std::string& v) { return parse_number(v, o.max_queued_connections, 0, 100000); }},
       {"--kubeconfig", [&](const std::string& v) { o.kubeconfig = v; return !v.empty(); }},

@@ -46,7 +46,10 @@ size_t idle_workspaces_to_keep() { return std::max(4U, 2 * std::thread::hardware
 }  // namespace
 
 ExtenderService::ExtenderService(ServiceParts parts)
-    : parts_(std::move(parts)), workspaces_(idle_workspaces_to_keep()) {
+    : parts_(std::move(parts)),
+      workspaces_(idle_workspaces_to_keep()),
+      // Waiting for binds makes sense only where this extender binds.
+      tracker_(parts_.binder ? parts_.bind_wait : std::chrono::milliseconds(0)) {
   policy_.store(parts_.policy);
   if (!parts_.usage) parts_.usage = parts_.cluster ? std::shared_ptr<const UsageSource>(parts_.cluster) : make_no_usage();
 }
@@ -78,12 +81,17 @@ Reply ExtenderService::handle(Verb verb, std::string_view body, VerbSummary& sum
   return reply;
 }
 
-const ExtenderArgs* ExtenderService::gather(Workspace& ws, VerbSummary& summary) const {
+const ExtenderArgs* ExtenderService::gather(Workspace& ws, VerbSummary& summary, bool scheduling) const {
   std::vector<size_t>& input_index = ws.input_index;
   const ExtenderArgs& args = ws.decoder.decode_extender_args(ws.body, ws.policy->schema());
   summary.pod = pod_label(args.pod);
   summary.nodes_in = args.node_names.size();
-  if (parts_.cluster) parts_.cluster->remember_pending(args.pod);  // /bind will need its requests
+  if (scheduling) {
+    if (parts_.cluster) parts_.cluster->remember_pending(args.pod);  // /bind will need its requests
+    // The pod scored just before this one may be on its way to /bind: judge this one on usage that
+    // counts it (usage is read below, after the wait).
+    summary.bind_wait_ms = std::chrono::duration<double, std::milli>(tracker_.wait_for_others(args.pod.uid)).count();
+  }
   ws.inputs.clear();
   input_index.clear();
   const UsageSource& usage = *parts_.usage;
@@ -112,7 +120,7 @@ const ExtenderArgs* ExtenderService::gather(Workspace& ws, VerbSummary& summary)
 }
 
 int ExtenderService::filter(Workspace& ws, VerbSummary& summary) const {
-  const ExtenderArgs* args = gather(ws, summary);
+  const ExtenderArgs* args = gather(ws, summary, true);
   if (!args) {
     // ExtenderFilterResult has an Error field, and the scheduler logs it (it drops non-200 bodies).
     encode_filter_error(kNoNodeCache, ws.answer);
@@ -149,11 +157,12 @@ int ExtenderService::filter(Workspace& ws, VerbSummary& summary) const {
     if (summary.want_reasons) summary.reasons.emplace_back(std::string(args->node_names[i]), v.reason);
   }
   encode_filter_result(*args, ws.verdicts, ws.answer);
+  if (summary.nodes_out > 0) tracker_.expect_bind(args->pod.uid);  // one node passing: no /prioritize comes
   return 200;
 }
 
 int ExtenderService::prioritize(Workspace& ws, VerbSummary& summary) const {
-  const ExtenderArgs* args = gather(ws, summary);
+  const ExtenderArgs* args = gather(ws, summary, true);
   // HostPriorityList has no Error field: a request that cannot be scored is answered with a status
   // (the scheduler ignores a failed prioritize and keeps its own scores).
   if (!args) return fail(ws, 503, kNoNodeCache, summary);
@@ -169,6 +178,7 @@ int ExtenderService::prioritize(Workspace& ws, VerbSummary& summary) const {
   encode_host_priorities(args->node_names, *scores, ws.answer);
   summary.nodes_out = args->node_names.size();
   summary.top_scores = describe_top_scores(*args, *scores);
+  if (!args->node_names.empty()) tracker_.expect_bind(args->pod.uid);
   return 200;
 }
 
@@ -176,29 +186,79 @@ int ExtenderService::bind(Workspace& ws, VerbSummary& summary) const {
   const BindingArgs args = ws.decoder.decode_binding_args(ws.body);
   summary.pod = args.pod_namespace + "/" + args.pod_name;
   summary.nodes_in = 1;
-  std::string error;
-  if (!parts_.binder) {
-    summary.bind_result = "no_api";
-    error = "cannot bind " + summary.pod + " to " + args.node +
-            ": this extender has no Kubernetes API access configured; remove bindVerb from the scheduler's "
-            "extender configuration or give the extender API access";
-  } else {
-    error = parts_.binder->bind(args);
-    summary.bind_result = error.empty() ? "bound" : "failed";
-  }
-  if (error.empty()) {
-    summary.nodes_out = 1;
-    // Count the pod on its node at once, so the next pod does not see the same free GPUs before the
-    // watch reports this one (kube-scheduler's own cache "assumes" pods the same way).
-    if (parts_.cluster) {
-      if (auto requests = parts_.cluster->pending_requests(args.pod_uid))
-        parts_.cluster->assume_pod(args.pod_uid, args.node, *requests);
-    }
-  } else {
-    summary.error = error;
-  }
+  const std::string error = bind_pod(args, summary);
+  if (error.empty()) summary.nodes_out = 1;
+  else summary.error = error;
   encode_error_object(error, ws.answer);
   return 200;
+}
+
+namespace {
+// Why pod `pod` may not be bound by this extender, or "".
+std::string bind_refusal(const BindingArgs& args, const PendingPod& pod, const std::vector<std::string>& served) {
+  const std::string label = args.pod_namespace + "/" + args.pod_name;
+  if (pod.uid != args.pod_uid)
+    return "cannot bind pod " + label + ": its UID is " + pod.uid + ", not the PodUID " + args.pod_uid +
+           " of this request (the pod was deleted and re-created)";
+  if (pod.ns != args.pod_namespace || pod.name != args.pod_name)
+    return "cannot bind pod " + label + ": PodUID " + args.pod_uid + " belongs to pod " + pod.ns + "/" + pod.name;
+  if (!pod.node_name.empty()) return "cannot bind pod " + label + ": it is already bound to node " + pod.node_name;
+  // The API server defaults an empty schedulerName to default-scheduler.
+  const std::string scheduler = pod.scheduler_name.empty() ? "default-scheduler" : pod.scheduler_name;
+  if (std::find(served.begin(), served.end(), scheduler) == served.end()) {
+    std::string names;
+    for (const auto& n : served) names += (names.empty() ? "" : ",") + n;
+    return "cannot bind pod " + label + ": its schedulerName is " + scheduler +
+           ", and this extender binds only pods of --scheduler-name " + names;
+  }
+  return "";
+}
+}  // namespace
+
+std::string ExtenderService::bind_pod(const BindingArgs& args, VerbSummary& summary) const {
+  const std::string label = args.pod_namespace + "/" + args.pod_name;
+  if (!parts_.binder) {
+    summary.bind_result = "no_api";
+    return "cannot bind " + label + " to " + args.node +
+           ": this extender has no Kubernetes API access configured; remove bindVerb from the scheduler's "
+           "extender configuration or give the extender API access";
+  }
+  if (args.pod_uid.empty() || args.node.empty() || args.pod_name.empty() || args.pod_namespace.empty()) {
+    summary.bind_result = "refused";
+    tracker_.bind_arrived(args.pod_uid);
+    return "cannot bind pod " + label + ": PodUID, PodName, PodNamespace and Node are all required (kube-scheduler "
+           "sends them all; the UID makes sure the pod bound is the pod that was scheduled)";
+  }
+  // Who the pod is: as /filter or /prioritize showed it to this replica, or as the API server has it
+  // (another replica scored it, or this one restarted since).
+  std::optional<PendingPod> pod = parts_.cluster ? parts_.cluster->take_pending(args.pod_uid) : std::nullopt;
+  std::string refusal;
+  if (!pod) {
+    Binder::Fetched fetched = parts_.binder->fetch_pod(args.pod_namespace, args.pod_name);
+    pod = std::move(fetched.pod);
+    if (!pod) refusal = fetched.error;
+  }
+  if (pod && refusal.empty() && pod->uid == args.pod_uid && !pod->node_name.empty()) {
+    // Bound already: a retried /bind whose first answer was lost. Same node: done; else say where.
+    tracker_.bind_arrived(args.pod_uid);
+    summary.bind_result = pod->node_name == args.node ? "bound" : "refused";
+    return pod->node_name == args.node
+               ? ""
+               : "pod " + label + " is already bound to node " + pod->node_name + ", not " + args.node;
+  }
+  if (pod && refusal.empty()) refusal = bind_refusal(args, *pod, parts_.scheduler_names);
+  // Count the pod on its node before the API call, so that the next pod's /filter and /prioritize
+  // (which may be waiting for this very moment) see it; undone if the bind fails.
+  if (refusal.empty() && parts_.cluster) parts_.cluster->assume_pod(args.pod_uid, args.node, pod->requests);
+  tracker_.bind_arrived(args.pod_uid);
+  if (!refusal.empty()) {
+    summary.bind_result = "refused";
+    return refusal;
+  }
+  std::string error = parts_.binder->bind(args);
+  summary.bind_result = error.empty() ? "bound" : "failed";
+  if (!error.empty() && parts_.cluster) parts_.cluster->release_assumed(args.pod_uid);
+  return error;
 }
 
 int ExtenderService::preempt(Workspace& ws, VerbSummary& summary) const {
@@ -248,7 +308,7 @@ namespace gpu_extender {
 
 // POST /explain: the ExtenderArgs of /filter, answered with every node's verdict and scores, best first.
 int ExtenderService::explain(Workspace& ws, VerbSummary& summary) const {
-  const ExtenderArgs* args = gather(ws, summary);
+  const ExtenderArgs* args = gather(ws, summary, false);
   if (!args) return fail(ws, 503, kNoNodeCache, summary);
   Explanation e = gpu_extender::explain(*ws.policy, args->pod, ws.inputs);
   for (size_t i = 0; i < args->node_names.size(); ++i) {

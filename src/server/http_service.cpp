@@ -67,7 +67,7 @@ std::unique_ptr<httplib::Server> make_server(const CliOptions& o, std::unique_pt
 HttpService::HttpService(std::shared_ptr<const ExtenderService> service, const CliOptions& options,
                          std::shared_ptr<Metrics> metrics)
     : service_(std::move(service)), options_(options), metrics_(std::move(metrics)), server_(make_server(options, tls_)) {
-  configure(*server_, worker_threads(options_.threads), &workers_);
+  configure(*server_, worker_threads(options_.threads), options_.max_threads, &workers_);
   // Load shedding: a request that reaches a worker while more connections than allowed wait behind it
   // is answered 503 with Retry-After at once, so the queue drains instead of growing without bound.
   // While any wait, answers ask the client to close, so one kept-alive client cannot hold a worker.
@@ -92,7 +92,7 @@ HttpService::HttpService(std::shared_ptr<const ExtenderService> service, const C
   if (options_.metrics_port > 0) {
     // Probes and scraping on a plain-HTTP port of their own, apart from the verbs' (possibly TLS) port.
     metrics_server_ = std::make_unique<httplib::Server>();
-    configure(*metrics_server_, 2, nullptr);
+    configure(*metrics_server_, 2, 32, nullptr);  // kept-alive scrapes and probes each hold a thread
     install_probe_routes(*metrics_server_);
   }
 }
@@ -100,9 +100,9 @@ HttpService::HttpService(std::shared_ptr<const ExtenderService> service, const C
 HttpService::~HttpService() = default;
 
 // Settings and handlers every listener shares: timeouts, keep-alive, JSON error bodies.
-void HttpService::configure(httplib::Server& svr, int threads, std::atomic<WorkerPool*>* pool) const {
-  svr.new_task_queue = [threads, pool] {
-    auto* workers = new WorkerPool(static_cast<size_t>(threads));
+void HttpService::configure(httplib::Server& svr, int threads, int max_threads, std::atomic<WorkerPool*>* pool) const {
+  svr.new_task_queue = [threads, max_threads, pool] {
+    auto* workers = new WorkerPool(static_cast<size_t>(threads), static_cast<size_t>(max_threads));
     if (pool) pool->store(workers);
     return workers;
   };
@@ -233,10 +233,10 @@ void HttpService::install_verb_routes(httplib::Server& svr) {
       if (summary.error.empty()) {
         spdlog::info(
             "req={} verb={} pod={} nodes_in={} nodes_out={}{}{} status={} bytes_in={} bytes_out={} read_ms={:.2f} "
-            "ms={:.2f}",
+            "bind_wait_ms={:.2f} ms={:.2f}",
             id, path.substr(1), summary.pod, summary.nodes_in, summary.nodes_out,
             summary.top_scores.empty() ? "" : " top=", summary.top_scores, status, body.size(), ws->answer.size(),
-            read_ms, ms);
+            read_ms, summary.bind_wait_ms, ms);
       } else {
         spdlog::warn("req={} verb={} pod={} status={} bytes_in={} ms={:.2f} error=\"{}\"", id, path.substr(1),
                      summary.pod.empty() ? "-" : summary.pod, status, body.size(), ms, summary.error);

@@ -67,6 +67,8 @@ int main(int argc, char** argv) {
 
   configure_logging(options.log_level, options.log_format);
   ServiceParts parts;
+  parts.scheduler_names = options.scheduler_names;
+  parts.bind_wait = std::chrono::milliseconds(options.bind_wait_ms);
   std::unique_ptr<KubeConnection> kube;
   try {
     parts.policy = load_policy(options);

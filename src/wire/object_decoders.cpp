@@ -166,6 +166,8 @@ void decode_pod(od::value pod, const ViewSchema& schema, PodRequest& out, PodScr
             }
           } else if (equals_ignore_case(skey, "nodeName")) {
             out.node_name = take_string(s.value(), "nodeName");
+          } else if (equals_ignore_case(skey, "schedulerName")) {
+            out.scheduler_name = take_string(s.value(), "schedulerName");
           }
         } catch (DecodeError& e) {
           throw e.within("spec");

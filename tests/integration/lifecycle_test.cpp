@@ -155,7 +155,7 @@ TEST_CASE("bounds: a stalled half request is cut off and frees its worker") {
 }
 
 TEST_CASE("bounds: past the connection queue, requests get 503 with Retry-After") {
-  ExtenderProcess p({"--threads", "1", "--max-queued-connections", "0", "--read-timeout-seconds", "5"});
+  ExtenderProcess p({"--threads", "1", "--max-threads", "1", "--max-queued-connections", "0", "--read-timeout-seconds", "5"});
   const std::string body = test_support::sample("filter-gpu-full.json");
   SlowRequest holder(p.port(), body);  // holds the only worker
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
