@@ -40,9 +40,9 @@ long long file_stamp(const std::string& path) {
   return (static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec) ^ st.st_size;
 }
 
-// Idle kept-alive connections kept for later calls; more concurrent calls open more, which are closed
-// after use. Binds come from the scheduler's binding goroutines, rarely more than a few at once.
-constexpr size_t kMaxIdleConnections = 8;
+// Kept-alive connections for GET and POST (watches have their own): enough for the scheduler's
+// concurrent binding goroutines on loopback-fast round trips.
+constexpr size_t kMaxConnections = 8;
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
@@ -159,6 +159,9 @@ std::unique_ptr<httplib::ClientImpl> ApiClient::connect(std::chrono::millisecond
     client = std::make_unique<httplib::ClientImpl>(host_, port_);
   }
   client->set_connection_timeout(std::chrono::seconds(5));
+  // cpp-httplib writes a request's headers and body apart: with Nagle on, the body waits for the
+  // server's delayed ACK (40 ms per bind). Go's net package, on the other side, sets TCP_NODELAY too.
+  client->set_tcp_nodelay(true);
   client->set_read_timeout(read_timeout);
   client->set_write_timeout(std::chrono::seconds(10));
   if (const std::string token = this->token(); !token.empty()) client->set_bearer_token_auth(token);
@@ -168,15 +171,23 @@ std::unique_ptr<httplib::ClientImpl> ApiClient::connect(std::chrono::millisecond
 std::unique_ptr<httplib::ClientImpl> ApiClient::acquire(std::chrono::milliseconds read_timeout) const {
   std::unique_ptr<httplib::ClientImpl> client;
   {
-    std::lock_guard<std::mutex> lock(pool_mutex_);
+    std::unique_lock<std::mutex> lock(pool_mutex_);
     (void)current_ca_pem();  // empties the pool when the CA changed
+    // All connections busy: wait for one (bounded by the call's own timeout), then open one if none.
+    pool_freed_.wait_for(lock, read_timeout, [this] { return !idle_.empty() || in_use_ < kMaxConnections; });
     if (!idle_.empty()) {
       client = std::move(idle_.back());
       idle_.pop_back();
     }
+    ++in_use_;
   }
   if (!client) {
-    client = connect(read_timeout);
+    try {
+      client = connect(read_timeout);
+    } catch (...) {
+      release(nullptr);
+      throw;
+    }
     client->set_keep_alive(true);
   }
   client->set_read_timeout(read_timeout);
@@ -186,8 +197,12 @@ std::unique_ptr<httplib::ClientImpl> ApiClient::acquire(std::chrono::millisecond
 }
 
 void ApiClient::release(std::unique_ptr<httplib::ClientImpl> client) const {
-  std::lock_guard<std::mutex> lock(pool_mutex_);
-  if (idle_.size() < kMaxIdleConnections) idle_.push_back(std::move(client));
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    --in_use_;
+    if (client && idle_.size() < kMaxConnections) idle_.push_back(std::move(client));
+  }
+  pool_freed_.notify_one();
 }
 
 template <typename Call>
@@ -198,10 +213,12 @@ ApiResponse ApiClient::pooled(std::chrono::milliseconds timeout, const Call& cal
     out.status = res->status;
     out.body = std::move(res->body);
     // An HTTP answer leaves the connection usable, unless the server said it closes it.
-    if (res->get_header_value("Connection") != "close") release(std::move(client));
+    if (res->get_header_value("Connection") == "close") client.reset();
   } else {
     out.error = httplib::to_string(res.error());
+    client.reset();
   }
+  release(std::move(client));
   return out;
 }
 

@@ -5,13 +5,16 @@
 //
 // Connections: GET and POST borrow a kept-alive connection from a small pool (built once, TLS context
 // and handshake included, and reused by every later call), so a bind costs one round trip, not a TCP
-// and TLS handshake. Watches open connections of their own and hold them for minutes. When the CA
+// and TLS handshake. At most kMaxConnections exist at once; a call beyond waits for one to come back
+// (client-go multiplexes every call over one HTTP/2 connection; a handshake per concurrent bind in a
+// burst of a hundred costs far more than waiting a round trip for a free connection). Watches open connections of their own and hold them for minutes. When the CA
 // file changes, the pool is emptied and new connections verify against the new CA.
 //
 // Thread-safe: a pooled connection is used by one call at a time; calls from different threads never
 // share a socket.
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -59,6 +62,7 @@ class ApiClient {
   // A kept-alive connection from the pool, or a new one; give it back with release() when the call
   // got an HTTP answer (the connection is sound), drop it otherwise.
   std::unique_ptr<httplib::ClientImpl> acquire(std::chrono::milliseconds read_timeout) const;
+  // `client` null: the connection was dropped (transport error, or the server closes it).
   void release(std::unique_ptr<httplib::ClientImpl> client) const;
   // The CA PEM now: the endpoint's, re-read from ca_file when that file changes (empties the pool).
   std::string current_ca_pem() const;
@@ -76,7 +80,9 @@ class ApiClient {
   mutable std::chrono::steady_clock::time_point token_read_at_{};
 
   mutable std::mutex pool_mutex_;
+  mutable std::condition_variable pool_freed_;
   mutable std::vector<std::unique_ptr<httplib::ClientImpl>> idle_;  // kept-alive connections, most recent last
+  mutable size_t in_use_ = 0;                                       // borrowed by calls in progress
   mutable std::string ca_pem_;                                      // what connections verify against
   mutable long long ca_stamp_ = -1;
   mutable std::chrono::steady_clock::time_point ca_checked_at_{};

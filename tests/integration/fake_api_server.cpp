@@ -63,7 +63,11 @@ json FakeApiServer::status(int code, const std::string& reason, const std::strin
 
 FakeApiServer::FakeApiServer()
     : server_(TestCertificate::get().cert_file.c_str(), TestCertificate::get().key_file.c_str()) {
-  server_.new_task_queue = [] { return new httplib::ThreadPool(16); };
+  // Watches and kept-alive connections each hold a thread, as goroutines do in the real one.
+  server_.new_task_queue = [] { return new httplib::ThreadPool(64); };
+  server_.set_tcp_nodelay(true);  // as Go's net package does on every TCP connection
+  // Go's server keeps a connection for any number of requests; cpp-httplib closes it after 5.
+  server_.set_keep_alive_max_count(1000000);
   server_.Get("/api/v1/pods", [this](const httplib::Request& req, httplib::Response& res) {
     if (!authorised(req, res) || failing(res)) return;
     if (req.get_param_value("watch") == "1" || req.get_param_value("watch") == "true") watch("pods", req, res);
@@ -179,6 +183,20 @@ json FakeApiServer::pod(const std::string& ns, const std::string& name) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = pods_.find(ns + "/" + name);
   return it == pods_.end() ? json() : it->second;
+}
+
+std::vector<json> FakeApiServer::nodes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<json> out;
+  for (const auto& [name, node] : nodes_) out.push_back(node);
+  return out;
+}
+
+std::vector<json> FakeApiServer::pods() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<json> out;
+  for (const auto& [key, pod] : pods_) out.push_back(pod);
+  return out;
 }
 
 bool FakeApiServer::matches(const std::string& resource, const json& object, const httplib::Request& req) {

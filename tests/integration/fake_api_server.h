@@ -43,6 +43,8 @@ class FakeApiServer {
   void put_pod(json pod);
   void delete_pod(const std::string& ns, const std::string& name);
   json pod(const std::string& ns, const std::string& name) const;
+  std::vector<json> nodes() const;
+  std::vector<json> pods() const;
 
   // Faults.
   void fail_next_binds(int count, int status);  // then behave normally

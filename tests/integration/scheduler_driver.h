@@ -1,0 +1,89 @@
+#pragma once
+// A stand-in for kube-scheduler's scheduling loop (pkg/scheduler/schedule_one.go, v1.26), for tests
+// and benchmarks: no kube-scheduler can be installed here, and the extender's behaviour under the
+// scheduler's pace is what matters.
+//
+// What it does, as scheduleOne does, for each pod in queue order:
+//  1. its own filter: NodeResourcesFit on nvidia.com/gpu and custom.resource/aaa against its own
+//     cache (pods bound plus pods it assumed), as with ignoredByScheduler: false;
+//  2. the extender's /filter (full Node objects, or NodeNames with nodeCacheCapable), keeping what
+//     the extender answers (Nodes.items in full mode, NodeNames in names mode);
+//  3. if more than one node is left, the extender's /prioritize; total = own score + extender score x
+//     weight x (MaxNodeScore / MaxExtenderPriority = 10); one node left: no scoring at all;
+//  4. selectHost: the highest total, ties broken at random (reservoir sampling, seeded);
+//  5. assume the pod in its own cache, start the binding cycle (the extender's /bind) on a thread of
+//     its own, and go on with the next pod at once: pod i+1's /filter races pod i's /bind.
+// A failed bind forgets the assumption, as the scheduler's ForgetPod does.
+//
+// Not thread-safe: one driver per test; binds run on threads it owns and joins.
+#include <httplib.h>
+
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fake_api_server.h"
+
+namespace test_support {
+
+struct DriverOptions {
+  bool node_cache_capable = false;  // names mode
+  int weight = 5;                   // the extender's weight in the scheduler's configuration
+  uint64_t seed = 1;
+  // The scheduler's own score of a node for a pod (its plugins), 0..100 per plugin summed; default 0.
+  std::function<int64_t(const json& node, const json& pod)> own_score;
+  // One by one: wait for each pod's bind to return before the next pod's cycle.
+  bool sequential = false;
+};
+
+struct Placement {
+  std::string pod;
+  std::string node;   // "" when unschedulable or the bind failed
+  std::string error;  // why
+};
+
+struct DriverTimings {
+  std::vector<double> filter_ms, prioritize_ms;  // round trips of the extender's verbs, as seen here
+  std::vector<double> extender_ms;               // filter + prioritize per pod: what the extender adds
+  std::vector<double> bind_ms;                   // /bind round trips (off the scheduling path)
+  double seconds = 0;                            // the whole run, binds included
+};
+
+class SchedulerDriver {
+ public:
+  SchedulerDriver(FakeApiServer& api, int extender_port, DriverOptions options);
+  ~SchedulerDriver();
+
+  // Schedules these pods (already created, pending, in the fake API server) in order.
+  std::vector<Placement> schedule(const std::vector<json>& pods);
+  const DriverTimings& timings() const { return timings_; }
+
+ private:
+  struct NodeState {
+    json object;
+    std::map<std::string, int64_t> allocatable, requested;  // of the two counted resources
+  };
+  void load_cluster();
+  std::vector<std::string> own_filter(const json& pod) const;
+  std::string select_host(const std::vector<std::string>& nodes, const std::map<std::string, int64_t>& totals);
+  void assume(const json& pod, const std::string& node, int sign);
+
+  FakeApiServer& api_;
+  int port_;
+  DriverOptions options_;
+  std::mt19937_64 rng_;
+  httplib::Client client_;  // the scheduling cycle's kept-alive connection
+  std::map<std::string, NodeState> nodes_;
+  std::mutex mutex_;  // nodes_[..].requested and results_, written by bind threads
+  std::vector<std::thread> binds_;
+  DriverTimings timings_;
+};
+
+// A pending pod of the shipped scheduler requesting `gpus` GPUs (A100) and `aaa` of custom.resource/aaa.
+json pending_pod(const std::string& name, int gpus, int aaa);
+
+}  // namespace test_support
