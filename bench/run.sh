@@ -34,6 +34,13 @@ echo "== cluster view: 5,000 nodes and 150,000 pods through the watch code; name
 [ -s "$DATA/filter-names-gpu-5000.json" ] || python3 "$GEN" --nodes 5000 --mode names --pod gpu --out "$DATA/filter-names-gpu-5000.json" 2>/dev/null
 "$BIN/bench/cluster_view_bench" "$OUT/cluster_view.json" "$DATA/filter-full-gpu-5000.json" "$DATA/filter-names-gpu-5000.json" 150000
 
+echo "== /bind against a direct POST .../binding to the same fake API server (TLS, kept alive)"
+"$BIN/bench/bind_bench" 300 | tee "$OUT/bind.txt"
+
+echo "== scheduling throughput with the kube-scheduler stand-in: 500 and 5,000 nodes, 500 pods, both modes"
+"$BIN/bench/scheduler_bench" 500 500 | tee "$OUT/scheduler-500.txt"
+"$BIN/bench/scheduler_bench" 5000 500 | tee "$OUT/scheduler-5000.txt"
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.05; done; return 1; }
 rss_kb() { awk '/VmRSS/{print $2}' /proc/$1/status; }

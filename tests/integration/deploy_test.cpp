@@ -144,6 +144,13 @@ TEST_CASE("deploy: the scheduler reaches the extender's Service, with verbs the 
   const YAML::Node config = YAML::Load((*config_map)["data"]["config.yaml"].as<std::string>());
   CHECK(config["apiVersion"].as<std::string>() == "kubescheduler.config.k8s.io/v1");
   CHECK(config["profiles"][0]["schedulerName"].as<std::string>() == "gpu-scheduler");
+  // One scheduler's requests reach one replica (in-flight placements stay in one view), and /bind
+  // serves the pods of the scheduler profile that calls it.
+  CHECK((*service)["spec"]["sessionAffinity"].as<std::string>() == "ClientIP");
+  bool serves_profile = false;
+  for (const auto& arg : (*extender)["spec"]["template"]["spec"]["containers"][0]["args"])
+    serves_profile |= arg.as<std::string>() == "--scheduler-name=" + config["profiles"][0]["schedulerName"].as<std::string>();
+  CHECK(serves_profile);
   CHECK(config["leaderElection"]["resourceName"].as<std::string>() == "gpu-scheduler");
   const YAML::Node ext = config["extenders"][0];
   const std::string expected_url = "http://" + (*service)["metadata"]["name"].as<std::string>() + "." +
