@@ -26,6 +26,9 @@ struct PodRequest {
   std::optional<int64_t> gpu_memory_mib;      // annotation: MiB per GPU
 
   ResourceAmounts requests;  // effective pod requests, milli-units
+  // Set when an annotation the policy reads cannot be understood: every node refuses the pod with
+  // this reason (unresolvable). Bound pods with one still count their requests.
+  std::string invalid_reason;
 
   int64_t requested(size_t resource) const { return requests.has(resource) ? requests.get(resource) : 0; }
   int64_t gpus_milli() const { return requested(ViewSchema::kGpuResource); }

@@ -23,6 +23,10 @@ namespace gpu_extender {
 struct QuantityParse {
   std::optional<int64_t> milli;  // set on success
   std::string error;             // set on failure: what is wrong with the text
+  // A well-formed quantity whose milli-units do not fit in int64 (Kubernetes accepts it: `10Pi` of
+  // memory is 1.1e19 milli-bytes). Callers that must not refuse such an object saturate instead.
+  bool too_large = false;
+  bool negative = false;
 };
 
 // Parses `text` as a Kubernetes quantity. Values whose milli-units do not fit in int64 are an error.

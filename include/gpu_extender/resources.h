@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <climits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,14 +47,21 @@ struct ResourceAmounts {
     milli[i] = value;
     present |= 1U << i;
   }
-  void add(size_t i, int64_t value) { set(i, milli[i] + value); }
+  // Sums saturate at the int64 limits instead of wrapping: containers asking for 9.2e15 GPUs each
+  // must add up to "too many", never to 1.
+  void add(size_t i, int64_t value) { set(i, saturating_add(milli[i], value)); }
   void add(const ResourceAmounts& other) {
     for (size_t i = 0; i < kMaxTrackedResources; ++i)
       if (other.has(i)) add(i, other.milli[i]);
   }
   void subtract(const ResourceAmounts& other) {
     for (size_t i = 0; i < kMaxTrackedResources; ++i)
-      if (other.has(i)) set(i, milli[i] - other.milli[i]);
+      if (other.has(i)) set(i, saturating_add(milli[i], other.milli[i] == INT64_MIN ? INT64_MAX : -other.milli[i]));
+  }
+  static int64_t saturating_add(int64_t a, int64_t b) {
+    int64_t sum = 0;
+    if (!__builtin_add_overflow(a, b, &sum)) return sum;
+    return b > 0 ? INT64_MAX : INT64_MIN;
   }
   // Per resource, the larger of the two (Kubernetes' max of init-container and app requests).
   void max_with(const ResourceAmounts& other) {

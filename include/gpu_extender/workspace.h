@@ -28,6 +28,8 @@ struct Workspace {
   std::vector<ResourceAmounts> cached_usage;                    // names mode: usage of those nodes
   std::vector<size_t> input_index;                              // node_names[i] -> inputs index or npos
   std::vector<NodeVerdict> verdicts;
+  std::vector<NodeInput> scored_inputs;  // prioritize: the inputs that pass the filter
+  std::vector<int64_t> scores;           // prioritize: one per node name
   ScoreSheet sheet;
 };
 

@@ -32,6 +32,11 @@ QuantityParse parse_quantity(std::string_view text) {
     out.error = "invalid quantity \"" + std::string(text) + "\": " + std::string(why);
     return out;
   };
+  auto too_large = [&] {
+    out.too_large = true;
+    out.negative = !text.empty() && text[0] == '-';
+    return fail("too large");
+  };
   if (text.empty()) return fail("empty");
   size_t pos = 0;
   bool negative = false;
@@ -47,7 +52,7 @@ QuantityParse parse_quantity(std::string_view text) {
   bool dropped_nonzero = false;
   while (pos < text.size() && is_digit(text[pos])) {
     if (mantissa > kMaxMilli * 1000) {  // more integer digits than any int64 milli value has
-      return fail("too large");
+      return too_large();
     }
     mantissa = mantissa * 10 + (text[pos] - '0');
     ++pos;
@@ -130,15 +135,15 @@ QuantityParse parse_quantity(std::string_view text) {
   i128 numerator = mantissa;
   i128 denominator = 1;
   if (!scale_up(numerator, 10, 3)) {
-    return fail("too large");
+    return too_large();
   }
   if (base == 2) {
     if (!scale_up(numerator, 2, exp)) {
-    return fail("too large");
+    return too_large();
   }
   } else if (exp > 0) {
     if (!scale_up(numerator, 10, exp)) {
-    return fail("too large");
+    return too_large();
   }
   } else {
     fraction_digits -= exp;  // a negative exponent is more digits after the point
@@ -152,7 +157,7 @@ QuantityParse parse_quantity(std::string_view text) {
   i128 milli = numerator / denominator;
   if (numerator % denominator != 0 || dropped_nonzero) milli += 1;
   if (milli > kMaxMilli) {
-    return fail("too large");
+    return too_large();
   }
   out.milli = static_cast<int64_t>(negative ? -milli : milli);
   return out;

@@ -39,6 +39,12 @@ std::shared_ptr<const Policy> Policy::build(PolicyConfig config) {
 void Policy::filter(const PodRequest& pod, std::span<const NodeInput> nodes, std::vector<NodeVerdict>& out) const {
   out.clear();
   out.resize(nodes.size());
+  if (!pod.invalid_reason.empty()) {
+    // The pod itself cannot be judged: every node refuses it, and no eviction changes that. The
+    // scheduler shows the reason in the pod's events (a 400 would show only "code 400").
+    for (NodeVerdict& verdict : out) verdict = {Fit::kUnresolvable, pod.invalid_reason, "podAnnotations"};
+    return;
+  }
   for (size_t i = 0; i < nodes.size(); ++i) {
     NodeVerdict& verdict = out[i];
     for (const auto& predicate : predicates_) {

@@ -166,15 +166,21 @@ int ExtenderService::prioritize(Workspace& ws, VerbSummary& summary) const {
   // HostPriorityList has no Error field: a request that cannot be scored is answered with a status
   // (the scheduler ignores a failed prioritize and keeps its own scores).
   if (!args) return fail(ws, 503, kNoNodeCache, summary);
-  ws.policy->score(args->pod, ws.inputs, ws.sheet);
-  const std::vector<int64_t>* scores = &ws.sheet.final;
-  std::vector<int64_t> placed;
-  if (ws.inputs.size() != args->node_names.size()) {  // names the cache lacks score 0
-    placed.assign(args->node_names.size(), 0);
-    for (size_t i = 0; i < placed.size(); ++i)
-      if (ws.input_index[i] != kNotCached) placed[i] = ws.sheet.final[ws.input_index[i]];
-    scores = &placed;
-  }
+  // Only nodes that pass the filter are scored, together, as the scheduler sends them after /filter;
+  // a node that fails it scores 0 (this matters to an extender registered with prioritizeVerb alone,
+  // which is sent nodes its filter would refuse).
+  ws.policy->filter(args->pod, ws.inputs, ws.verdicts);
+  ws.scored_inputs.clear();
+  for (size_t i = 0; i < ws.inputs.size(); ++i)
+    if (ws.verdicts[i].passed()) ws.scored_inputs.push_back(ws.inputs[i]);
+  ws.policy->score(args->pod, ws.scored_inputs, ws.sheet);
+  ws.scores.assign(args->node_names.size(), 0);  // names the cache lacks, and refused nodes, score 0
+  std::vector<int64_t> by_input(ws.inputs.size(), 0);
+  for (size_t i = 0, next = 0; i < ws.inputs.size(); ++i)
+    if (ws.verdicts[i].passed()) by_input[i] = ws.sheet.final[next++];
+  for (size_t i = 0; i < ws.scores.size(); ++i)
+    if (ws.input_index[i] != kNotCached) ws.scores[i] = by_input[ws.input_index[i]];
+  const std::vector<int64_t>* scores = &ws.scores;
   encode_host_priorities(args->node_names, *scores, ws.answer);
   summary.nodes_out = args->node_names.size();
   summary.top_scores = describe_top_scores(*args, *scores);
@@ -263,7 +269,9 @@ std::string ExtenderService::bind_pod(const BindingArgs& args, VerbSummary& summ
 
 int ExtenderService::preempt(Workspace& ws, VerbSummary& summary) const {
   if (!parts_.cluster) {
-    return fail(ws, 200,
+    // ExtenderPreemptionResult has no Error field: an Error in a 200 would be dropped and read as
+    // "no candidates". A non-200 status fails the preemption attempt visibly instead.
+    return fail(ws, 503,
                 "preemption needs the extender's node cache and pod view, which need Kubernetes API access; "
                 "remove preemptVerb from the scheduler's extender configuration or give the extender API access",
                 summary);

@@ -1,3 +1,4 @@
+#include <limits>
 #include "object_decoders.h"
 
 #include "gpu_extender/case_insensitive.h"
@@ -24,6 +25,9 @@ int64_t decode_quantity(od::value v, std::string_view field) {
     throw DecodeError(std::string(field), "expected a quantity string");
   }
   QuantityParse q = parse_quantity(text);
+  // Beyond int64 milli-units but valid for Kubernetes: saturate (it still fits nowhere), never wrap.
+  if (!q.milli && q.too_large)
+    return q.negative ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
   if (!q.milli) throw DecodeError(std::string(field), q.error);
   return *q.milli;
 }
@@ -111,9 +115,12 @@ void decode_pod_metadata(od::value metadata, const ViewSchema& schema, PodReques
       }
       out.gpu_model = values[0];
       if (values[1]) {
+        // Any user can write any annotation: a bad one makes this pod unschedulable with a reason
+        // (Policy::filter), never the request, the pod list or the watch fail.
         std::string error;
         out.gpu_memory_mib = parse_mebibytes(*values[1], &error);
-        if (!out.gpu_memory_mib) throw DecodeError("annotations." + schema.pod_gpu_memory_annotation, error);
+        if (!out.gpu_memory_mib)
+          out.invalid_reason = "pod annotation " + schema.pod_gpu_memory_annotation + ": " + error;
       }
     }
   }

@@ -303,3 +303,63 @@ TEST_CASE("http: /explain answers why each node won or lost") {
   REQUIRE(res);
   CHECK(res->status == 400);
 }
+
+TEST_CASE("http: a pod with a bad GPU annotation gets 200 and its reason on every node") {
+  // kube-scheduler drops the body of a non-200 answer ("code 400" is all kubectl describe shows):
+  // a well-formed request about a pod that cannot be judged is a 200 that refuses every node.
+  ExtenderProcess p;
+  json body = json::parse(test_support::sample("filter-gpu-full.json"));
+  body["Pod"]["metadata"]["annotations"]["gpu.nvidia.com/memory"] = "40GB";
+  auto res = post(p, "/filter", body.dump());
+  REQUIRE(res);
+  CHECK(res->status == 200);
+  const json out = json::parse(res->body);
+  CHECK(out["Error"] == "");
+  CHECK(out["NodeNames"] == json::array());
+  CHECK(out["FailedNodes"] == json::object());
+  REQUIRE(out["FailedAndUnresolvableNodes"].size() == body["Nodes"]["items"].size());
+  for (const auto& [node, reason] : out["FailedAndUnresolvableNodes"].items())
+    CHECK(reason.get<std::string>().rfind("pod annotation gpu.nvidia.com/memory: invalid quantity \"40GB\"", 0) == 0);
+  // /prioritize of the same pod: every node refused, every node 0.
+  res = post(p, "/prioritize", body.dump());
+  REQUIRE(res);
+  CHECK(res->status == 200);
+  for (const auto& host : json::parse(res->body)) CHECK(host["Score"] == 0);
+}
+
+TEST_CASE("http: /prioritize gives 0 to nodes its filter refuses, and scores the rest as after /filter") {
+  // An extender registered with prioritizeVerb alone is sent nodes its filter would refuse.
+  ExtenderProcess p;
+  auto res = post(p, "/prioritize", test_support::sample("filter-gpu-full.json"));
+  REQUIRE(res);
+  std::map<std::string, int> score;
+  for (const auto& host : json::parse(res->body)) score[host["Host"]] = host["Score"];
+  for (const char* refused : {"a100-1g", "a100-20g-4g", "v100-8g", "t4-4g", "a100-4g-bbb", "cpu-only"})
+    CHECK(score.at(refused) == 0);
+  // The three that pass, as /explain ranks them.
+  CHECK(score.at("a100-80g-4g") == 9);
+  CHECK(score.at("a100-2g") == 8);
+  CHECK(score.at("a100-8g") == 6);
+}
+
+TEST_CASE("http: GPU requests that would overflow are too many, not one") {
+  ExtenderProcess p;
+  json body = json::parse(test_support::sample("filter-gpu-full.json"));
+  json containers = json::array();
+  for (const char* gpus : {"9223372036854775", "9223372036854775", "2"})
+    containers.push_back({{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", gpus}}}}}});
+  body["Pod"]["spec"]["containers"] = containers;
+  auto res = post(p, "/filter", body.dump());
+  REQUIRE(res);
+  CHECK(res->status == 200);
+  CHECK(json::parse(res->body)["NodeNames"] == json::array());
+}
+
+TEST_CASE("http: /preempt that cannot be served is a non-200, not an empty 200") {
+  // ExtenderPreemptionResult has no Error field: an Error in a 200 reads as "no candidates".
+  ExtenderProcess p;
+  auto res = post(p, "/preempt", R"({"Pod":{"metadata":{"name":"p"}},"NodeNameToVictims":{}})");
+  REQUIRE(res);
+  CHECK(res->status == 503);
+  CHECK(json::parse(res->body)["Error"].get<std::string>().find("Kubernetes API access") != std::string::npos);
+}

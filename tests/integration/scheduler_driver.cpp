@@ -43,11 +43,69 @@ SchedulerDriver::SchedulerDriver(FakeApiServer& api, int extender_port, DriverOp
   client_.set_read_timeout(std::chrono::seconds(5));  // kube-scheduler's default httpTimeout
   client_.set_tcp_nodelay(true);
   load_cluster();
+  for (int i = 0; i < 8; ++i) {
+    bind_workers_.emplace_back([this] {
+      httplib::Client client("127.0.0.1", port_);
+      client.set_keep_alive(true);
+      client.set_read_timeout(std::chrono::seconds(5));
+      client.set_tcp_nodelay(true);
+      std::unique_lock<std::mutex> lock(mutex_);
+      while (true) {
+        bind_queue_changed_.wait(lock, [this] { return stopping_ || !bind_queue_.empty(); });
+        if (bind_queue_.empty()) return;
+        auto cycle = std::move(bind_queue_.front());
+        bind_queue_.pop_front();
+        lock.unlock();
+        cycle(client);
+        lock.lock();
+        --binds_in_flight_;
+        bind_queue_changed_.notify_all();
+      }
+    });
+  }
 }
 
 SchedulerDriver::~SchedulerDriver() {
-  for (auto& t : binds_)
-    if (t.joinable()) t.join();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  bind_queue_changed_.notify_all();
+  for (auto& t : bind_workers_) t.join();
+}
+
+void SchedulerDriver::start_binding(std::function<void(httplib::Client&)> cycle) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    bind_queue_.push_back(std::move(cycle));
+    ++binds_in_flight_;
+  }
+  bind_queue_changed_.notify_all();
+}
+
+void SchedulerDriver::wait_for_binds() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  bind_queue_changed_.wait(lock, [this] { return binds_in_flight_ == 0; });
+}
+
+void SchedulerDriver::bind(httplib::Client& client, const json& pod, const std::string& node, Placement& placement) {
+  const json binding = {{"PodName", pod["metadata"]["name"]},
+                        {"PodNamespace", pod["metadata"]["namespace"]},
+                        {"PodUID", pod["metadata"]["uid"]},
+                        {"Node", node}};
+  const auto start = Clock::now();
+  auto res = client.Post("/bind", binding.dump(), "application/json");
+  const double took = ms_since(start);
+  std::string error;
+  if (!res || res->status != 200) error = res ? "bind: HTTP " + std::to_string(res->status) : "bind: no answer";
+  else error = json::parse(res->body).value("Error", "");
+  std::lock_guard<std::mutex> lock(mutex_);
+  timings_.bind_ms.push_back(took);
+  if (!error.empty()) {
+    placement.error = error;
+    placement.node.clear();
+    for (const char* r : kCounted) nodes_[node].requested[r] -= pod_request(pod, r);  // ForgetPod
+  }
 }
 
 void SchedulerDriver::load_cluster() {
@@ -188,34 +246,14 @@ std::vector<Placement> SchedulerDriver::schedule(const std::vector<json>& pods) 
     assume(pod, node, +1);
     placement.node = node;
 
-    auto bind = [this, pod, node, &placement] {
-      const json binding = {{"PodName", pod["metadata"]["name"]},
-                            {"PodNamespace", pod["metadata"]["namespace"]},
-                            {"PodUID", pod["metadata"]["uid"]},
-                            {"Node", node}};
-      httplib::Client client("127.0.0.1", port_);
-      client.set_read_timeout(std::chrono::seconds(5));
-      client.set_tcp_nodelay(true);
-      const auto start = Clock::now();
-      auto res = client.Post("/bind", binding.dump(), "application/json");
-      const double took = ms_since(start);
-      std::string error;
-      if (!res || res->status != 200) error = res ? "bind: HTTP " + std::to_string(res->status) : "bind: no answer";
-      else error = json::parse(res->body).value("Error", "");
-      std::lock_guard<std::mutex> lock(mutex_);
-      timings_.bind_ms.push_back(took);
-      if (!error.empty()) {
-        placement.error = error;
-        placement.node.clear();
-        for (const char* r : kCounted) nodes_[node].requested[r] -= pod_request(pod, r);  // ForgetPod
-      }
-    };
-    if (options_.sequential) bind();
-    else binds_.emplace_back(bind);  // the binding cycle runs apart: go on with the next pod at once
+    if (options_.sequential) {
+      bind(client_, pod, node, placement);
+    } else {
+      // The binding cycle runs apart: go on with the next pod at once.
+      start_binding([this, &pod, node, &placement](httplib::Client& client) { bind(client, pod, node, placement); });
+    }
   }
-  for (auto& t : binds_)
-    if (t.joinable()) t.join();
-  binds_.clear();
+  wait_for_binds();
   timings_.seconds = std::chrono::duration<double>(Clock::now() - run_start).count();
   return out;
 }

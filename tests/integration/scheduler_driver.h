@@ -11,13 +11,18 @@
 //  3. if more than one node is left, the extender's /prioritize; total = own score + extender score x
 //     weight x (MaxNodeScore / MaxExtenderPriority = 10); one node left: no scoring at all;
 //  4. selectHost: the highest total, ties broken at random (reservoir sampling, seeded);
-//  5. assume the pod in its own cache, start the binding cycle (the extender's /bind) on a thread of
-//     its own, and go on with the next pod at once: pod i+1's /filter races pod i's /bind.
+//  5. assume the pod in its own cache, start the binding cycle (the extender's /bind) apart, and go on
+//     with the next pod at once: pod i+1's /filter races pod i's /bind. Binding cycles run on a few
+//     worker threads with kept-alive connections: a goroutine starts in microseconds and Go's
+//     transport reuses idle connections, where a new thread and a new connection per bind would add
+//     a delay the real scheduler does not have.
 // A failed bind forgets the assumption, as the scheduler's ForgetPod does.
 //
 // Not thread-safe: one driver per test; binds run on threads it owns and joins.
 #include <httplib.h>
 
+#include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -71,6 +76,9 @@ class SchedulerDriver {
   std::vector<std::string> own_filter(const json& pod) const;
   std::string select_host(const std::vector<std::string>& nodes, const std::map<std::string, int64_t>& totals);
   void assume(const json& pod, const std::string& node, int sign);
+  void bind(httplib::Client& client, const json& pod, const std::string& node, Placement& placement);
+  void start_binding(std::function<void(httplib::Client&)> cycle);
+  void wait_for_binds();
 
   FakeApiServer& api_;
   int port_;
@@ -78,8 +86,12 @@ class SchedulerDriver {
   std::mt19937_64 rng_;
   httplib::Client client_;  // the scheduling cycle's kept-alive connection
   std::map<std::string, NodeState> nodes_;
-  std::mutex mutex_;  // nodes_[..].requested and results_, written by bind threads
-  std::vector<std::thread> binds_;
+  std::mutex mutex_;  // nodes_[..].requested, placements and timings, written by bind workers
+  std::condition_variable bind_queue_changed_;
+  std::deque<std::function<void(httplib::Client&)>> bind_queue_;
+  size_t binds_in_flight_ = 0;
+  bool stopping_ = false;
+  std::vector<std::thread> bind_workers_;
   DriverTimings timings_;
 };
 

@@ -139,10 +139,36 @@ TEST_CASE("decode: a quantity that does not parse is named with its full path") 
       R"({"metadata":{"name":"p"},"spec":{"containers":[{"name":"a"},{"resources":{"requests":{"cpu":"1x"}}}]}})";
   CHECK(decode_error_of("{\"Pod\":" + pod + ",\"NodeNames\":[]}") ==
         "Pod.spec.containers[1].resources.requests.cpu: invalid quantity \"1x\": unknown suffix \"x\"");
-  const std::string annotated =
-      R"({"metadata":{"name":"p","annotations":{"gpu.nvidia.com/memory":"big"}},"spec":{}})";
-  CHECK(decode_error_of("{\"Pod\":" + annotated + ",\"NodeNames\":[]}").rfind(
-            "Pod.metadata.annotations.gpu.nvidia.com/memory: invalid quantity", 0) == 0);
+}
+
+TEST_CASE("decode: a bad GPU annotation marks the pod, it does not fail the request") {
+  // Any user can write any annotation; the pod is refused everywhere with a reason (Policy::filter),
+  // and a bound pod carrying one still counts its requests in the cluster view.
+  const std::string body = R"({"Pod":{"metadata":{"name":"p","annotations":{"gpu.nvidia.com/memory":"40GB"}},
+    "spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":"2"}}}]}},"NodeNames":["a","b"]})";
+  WireDecoder decoder;
+  const ExtenderArgs& args = decoder.decode_extender_args(body, schema());
+  CHECK(args.pod.gpus_milli() == 2000);
+  CHECK_FALSE(args.pod.gpu_memory_mib);
+  CHECK(args.pod.invalid_reason.rfind("pod annotation gpu.nvidia.com/memory: invalid quantity \"40GB\"", 0) == 0);
+}
+
+TEST_CASE("decode: quantities beyond int64 milli-units saturate; sums never wrap") {
+  // 10Pi of memory is 1.1e19 milli-bytes: valid for Kubernetes, so the object must still decode.
+  const std::string big_memory = R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[
+    {"resources":{"requests":{"memory":"10Pi","nvidia.com/gpu":"1"}}}]}},"NodeNames":[]})";
+  WireDecoder decoder;
+  CHECK(decoder.decode_extender_args(big_memory, schema()).pod.gpus_milli() == 1000);
+  // 9223372036854775 + 9223372036854775 + 2 GPUs: in milli-units the sum passes INT64_MAX. It must
+  // stay "too many", not wrap around to one GPU.
+  const std::string many = R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[
+    {"resources":{"limits":{"nvidia.com/gpu":"9223372036854775"}}},
+    {"resources":{"limits":{"nvidia.com/gpu":"9223372036854775"}}},
+    {"resources":{"limits":{"nvidia.com/gpu":"2"}}}]}},"NodeNames":[]})";
+  CHECK(decoder.decode_extender_args(many, schema()).pod.gpus_milli() == INT64_MAX);
+  const std::string huge = R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[
+    {"resources":{"limits":{"nvidia.com/gpu":"1e30"}}}]}},"NodeNames":[]})";
+  CHECK(decoder.decode_extender_args(huge, schema()).pod.gpus_milli() == INT64_MAX);
 }
 
 TEST_CASE("decode: wrong types deep inside name the field") {
