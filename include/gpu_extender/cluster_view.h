@@ -67,6 +67,7 @@ class ClusterView final : public UsageSource, public NodeSource {
 
   struct Stats {
     size_t nodes = 0, pods = 0, assumed = 0, pending = 0;
+    size_t node_entries = 0;  // nodes plus deleted nodes that still have pods on them
     double seconds_since_event = -1;  // -1: no event yet
   };
   Stats stats() const;

@@ -13,9 +13,12 @@ void ClusterView::touch() {
 }
 
 void ClusterView::add_usage(const std::string& node, const ResourceAmounts& amounts, bool add) {
-  ResourceAmounts& used = nodes_[node].used;
+  auto it = nodes_.try_emplace(node).first;
+  ResourceAmounts& used = it->second.used;
   if (add) used.add(amounts);
   else used.subtract(amounts);
+  // The last pod of a deleted node is gone: so is the node's entry (a churning cluster must not grow it).
+  if (!it->second.node && used.milli == ResourceAmounts{}.milli) nodes_.erase(it);
 }
 
 void ClusterView::upsert_node(const NodeView& node) {
@@ -32,6 +35,8 @@ void ClusterView::delete_node(std::string_view name) {
   if (it == nodes_.end() || !it->second.node) return;
   it->second.node.reset();
   --node_objects_;
+  // Pods still bound there keep the entry (their deletion follows); otherwise nothing is left of it.
+  if (it->second.used.milli == ResourceAmounts{}.milli) nodes_.erase(it);
 }
 
 void ClusterView::forget_assumed(std::string_view uid) {
@@ -68,6 +73,9 @@ void ClusterView::replace_nodes(const std::vector<std::shared_ptr<const CachedNo
   std::unique_lock lock(mutex_);
   for (auto& [name, entry] : nodes_) entry.node.reset();
   for (const auto& node : nodes) nodes_[std::string(node->view().name)].node = node;
+  std::erase_if(nodes_, [](const auto& entry) {
+    return !entry.second.node && entry.second.used.milli == ResourceAmounts{}.milli;  // gone, nothing on it
+  });
   node_objects_ = nodes.size();
 }
 
@@ -208,6 +216,7 @@ ClusterView::Stats ClusterView::stats() const {
     s.pods = pods_.size();
     s.assumed = assumed_.size();
     s.pending = pending_.size();
+    s.node_entries = nodes_.size();
   }
   const int64_t last = last_event_ns_;
   if (last != 0) {

@@ -44,6 +44,18 @@ void send_answer(httplib::Response& res, int status, std::shared_ptr<Workspace> 
   });
 }
 
+// Why the request's framing is ambiguous ("" when it is not): Content-Length given twice with
+// different values, or together with Transfer-Encoding.
+std::string framing_problem(const httplib::Request& req) {
+  const size_t lengths = req.get_header_value_count("Content-Length");
+  for (size_t i = 1; i < lengths; ++i)
+    if (req.get_header_value("Content-Length", i) != req.get_header_value("Content-Length", 0))
+      return "conflicting Content-Length headers";
+  if (lengths > 0 && req.has_header("Transfer-Encoding"))
+    return "both Content-Length and Transfer-Encoding: the body's length is ambiguous";
+  return "";
+}
+
 int worker_threads(int requested) {
   if (requested > 0) return requested;
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
@@ -72,6 +84,14 @@ HttpService::HttpService(std::shared_ptr<const ExtenderService> service, const C
   // is answered 503 with Retry-After at once, so the queue drains instead of growing without bound.
   // While any wait, answers ask the client to close, so one kept-alive client cannot hold a worker.
   server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (std::string framing = framing_problem(req); !framing.empty()) {
+      // Two readings of where the body ends is how requests are smuggled past proxies: refuse, close.
+      res.set_header("Connection", "close");
+      send_error(res, 400, framing);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    // A Range header asks for part of an answer; for a verb's answer that is only ever a broken one.
+    if (req.method == "POST") const_cast<httplib::Request&>(req).ranges.clear();  // parsed before routing
     WorkerPool* pool = workers_.load();
     if (!pool || pool->waiting() <= static_cast<size_t>(options_.max_queued_connections)) {
       return httplib::Server::HandlerResponse::Unhandled;

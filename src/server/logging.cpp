@@ -20,6 +20,25 @@ class JsonMessageFlag final : public spdlog::custom_flag_formatter {
   std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<JsonMessageFlag>(); }
 };
 
+// %* in text mode: the message with control characters escaped. Pod and node names come from
+// users: a newline in one must not forge a log line, nor a terminal escape reach an operator's screen.
+class EscapedMessageFlag final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+    static constexpr char kHex[] = "0123456789abcdef";
+    for (char ch : std::string_view(msg.payload.data(), msg.payload.size())) {
+      const auto c = static_cast<unsigned char>(ch);
+      if (c >= 0x20 && c != 0x7f) {
+        dest.push_back(ch);
+        continue;
+      }
+      const char escaped[] = {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
+      dest.append(escaped, escaped + 4);
+    }
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<EscapedMessageFlag>(); }
+};
+
 }  // namespace
 
 void configure_logging(const std::string& level, const std::string& format) {
@@ -29,7 +48,9 @@ void configure_logging(const std::string& level, const std::string& format) {
     formatter->add_flag<JsonMessageFlag>('*').set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","msg":%*})");
     logger->set_formatter(std::move(formatter));
   } else {
-    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
+    auto formatter = std::make_unique<spdlog::pattern_formatter>();
+    formatter->add_flag<EscapedMessageFlag>('*').set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %*");
+    logger->set_formatter(std::move(formatter));
   }
   logger->set_level(spdlog::level::from_str(level));
   logger->flush_on(spdlog::level::info);

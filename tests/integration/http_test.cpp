@@ -1,6 +1,8 @@
 // The real binary over loopback HTTP: the bodies a v1.26 scheduler sent, the samples the README uses,
 // generated 100-node clusters, and every kind of bad input.
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -362,4 +364,58 @@ TEST_CASE("http: /preempt that cannot be served is a non-200, not an empty 200")
   REQUIRE(res);
   CHECK(res->status == 503);
   CHECK(json::parse(res->body)["Error"].get<std::string>().find("Kubernetes API access") != std::string::npos);
+}
+
+namespace {
+// Sends `request` as it is on a new connection and returns everything the server answers until it
+// closes (the request asks it to).
+std::string raw_exchange(int port, const std::string& request) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  timeval timeout{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
+  std::string answer;
+  char buf[4096];
+  ssize_t n;
+  while ((n = recv(fd, buf, sizeof buf, 0)) > 0) answer.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return answer;
+}
+}  // namespace
+
+TEST_CASE("http: ambiguous framing is a 400; Range is ignored on POST") {
+  ExtenderProcess p;
+  const std::string body = test_support::sample("filter-gpu-full.json");
+  const std::string head = "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n";
+  std::string answer = raw_exchange(p.port(), head + "Content-Length: " + std::to_string(body.size()) +
+                                                  "\r\nContent-Length: 10\r\n\r\n" + body);
+  CHECK(answer.rfind("HTTP/1.1 400", 0) == 0);
+  CHECK(answer.find("conflicting Content-Length") != std::string::npos);
+  answer = raw_exchange(p.port(), head + "Content-Length: " + std::to_string(body.size()) +
+                                      "\r\nTransfer-Encoding: chunked\r\n\r\n" + body);
+  CHECK(answer.rfind("HTTP/1.1 400", 0) == 0);
+
+  answer = raw_exchange(p.port(), head + "Range: bytes=0-9\r\nContent-Length: " + std::to_string(body.size()) +
+                                      "\r\n\r\n" + body);
+  CHECK(answer.rfind("HTTP/1.1 200", 0) == 0);
+  const std::string answer_body = answer.substr(answer.find("\r\n\r\n") + 4);
+  CHECK(json::parse(answer_body)["NodeNames"] == json::array({"a100-8g", "a100-2g", "a100-80g-4g"}));
+}
+
+TEST_CASE("http: control characters in names are escaped in the log") {
+  ExtenderProcess p;
+  json body = json::parse(test_support::sample("filter-gpu-full.json"));
+  body["Pod"]["metadata"]["name"] = "evil\n2026-01-01T00:00:00.000+00:00 info forged \x1b[31mred";
+  auto res = post(p, "/filter", body.dump());
+  REQUIRE(res);
+  CHECK(res->status == 200);
+  const std::string log = p.log();
+  CHECK(log.find("evil\\x0a2026-01-01") != std::string::npos);
+  CHECK(log.find("\n2026-01-01T00:00:00.000+00:00 info forged") == std::string::npos);
+  CHECK(log.find('\x1b') == std::string::npos);
 }

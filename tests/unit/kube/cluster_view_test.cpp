@@ -87,3 +87,45 @@ TEST_CASE("cluster view: nodes are copied, found by name, and held by requests")
   v.mark_pods_synced();
   CHECK(v.ready());
 }
+
+TEST_CASE("cluster view: a deleted node leaves no entry once nothing runs on it") {
+  ClusterView v;
+  NodeView n1;
+  n1.name = "n1";
+  NodeView n2;
+  n2.name = "n2";
+  v.upsert_node(n1);
+  v.upsert_node(n2);
+  v.upsert_pod(bound("a", "n2", 2));
+  CHECK(v.stats().node_entries == 2);
+  v.delete_node("n1");
+  CHECK(v.stats().node_entries == 1);
+  v.delete_node("n2");  // its pod is still there (its deletion follows): the usage stays
+  CHECK(v.stats().node_entries == 1);
+  CHECK(v.stats().nodes == 0);
+  v.delete_pod("a");
+  CHECK(v.stats().node_entries == 0);
+  // A relist that no longer names a node drops it too.
+  v.upsert_node(n1);
+  v.replace_nodes({});
+  CHECK(v.stats().node_entries == 0);
+}
+
+TEST_CASE("cluster view: the pending-pod table is pruned by age, and taken at bind") {
+  ClusterView v(1000ms, 50ms);
+  PodRequest p = bound("p1", "", 1, "Pending");
+  p.name = "p";
+  p.ns = "ns";
+  p.scheduler_name = "gpu-scheduler";
+  v.remember_pending(p);
+  CHECK(v.stats().pending == 1);
+  const auto taken = v.take_pending("p1");
+  REQUIRE(taken);
+  CHECK(taken->scheduler_name == "gpu-scheduler");
+  CHECK(taken->requests.get(ViewSchema::kGpuResource) == 1000);
+  CHECK_FALSE(v.take_pending("p1"));
+  v.remember_pending(p);
+  CHECK(v.prune_pending(ClusterView::Clock::now() + 10ms) == 0);
+  CHECK(v.prune_pending(ClusterView::Clock::now() + 100ms) == 1);
+  CHECK(v.stats().pending == 0);
+}
