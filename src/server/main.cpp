@@ -64,6 +64,9 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // A client that goes away while its answer is written (OpenSSL writes without MSG_NOSIGNAL) must
+  // cost that connection, not the process.
+  std::signal(SIGPIPE, SIG_IGN);
 
   configure_logging(options.log_level, options.log_format);
   ServiceParts parts;

@@ -95,6 +95,18 @@ class ExtenderProcess {
 
   ~ExtenderProcess() { stop(); }
 
+  // The log as soon as it holds `needle` (the log is read from a pipe by a thread of its own, so a
+  // line written before an answer may arrive here after it), or after `timeout` without it.
+  std::string log_with(const std::string& needle, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    std::string text = log();
+    while (text.find(needle) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      text = log();
+    }
+    return text;
+  }
+
   // SIGTERM, then the exit code (0 is a clean stop).
   int stop() {
     if (pid_ <= 0) return exit_code_;

@@ -145,7 +145,7 @@ TEST_CASE("kube: watch events move usage") {
   CHECK(eventually([&] { return failure_of(post_json(p, "/filter", body), "a100-4") == "gpu model T4 does not match requested A100"; }));
 }
 
-TEST_CASE("kube: /bind creates the Binding; the pod counts at once, until the TTL") {
+TEST_CASE("kube: /bind creates the Binding, the pod counts at once, until the TTL") {
   Cluster c;
   ExtenderProcess p(c.args({"--assume-ttl-seconds", "2"}));
   REQUIRE(eventually([&] { return ready(p); }));
@@ -173,7 +173,7 @@ TEST_CASE("kube: /bind creates the Binding; the pod counts at once, until the TT
             .find("the pod no longer exists") != std::string::npos);
 }
 
-TEST_CASE("kube: /bind retries 5xx, and explains 403 and 401; the token file is re-read") {
+TEST_CASE("kube: /bind retries 5xx, and explains 403 and 401, the token file is re-read") {
   Cluster c;
   ExtenderProcess p(c.args());
   REQUIRE(eventually([&] { return ready(p); }));
@@ -200,7 +200,7 @@ TEST_CASE("kube: /bind retries 5xx, and explains 403 and 401; the token file is 
   CHECK(bind("refused").find("refused the extender's credentials (401 Unauthorized)") != std::string::npos);
 }
 
-TEST_CASE("kube: a dropped watch resumes from its resourceVersion; 410 and ERROR relist") {
+TEST_CASE("kube: a dropped watch resumes from its resourceVersion, 410 and ERROR relist") {
   Cluster c;
   ExtenderProcess p(c.args());
   REQUIRE(eventually([&] { return ready(p); }));

@@ -114,7 +114,7 @@ TEST_CASE("lifecycle: SIGINT stops the same way") {
   CHECK(p.wait_exit(std::chrono::seconds(10)) == 0);
 }
 
-TEST_CASE("lifecycle: the policy reloads when its ConfigMap file changes; a bad one is refused") {
+TEST_CASE("lifecycle: the policy reloads when its ConfigMap file changes, a bad one is refused") {
   const std::string dir = temp_dir();
   const std::string base = test_support::read_file(test_support::source_path("extender-config/policy.yaml"));
   write_like_configmap(dir, base, 1);

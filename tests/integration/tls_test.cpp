@@ -9,7 +9,7 @@
 using test_support::ExtenderProcess;
 using test_support::TestCertificate;
 
-TEST_CASE("tls: HTTPS answers verified clients; plain HTTP is refused") {
+TEST_CASE("tls: HTTPS answers verified clients, plain HTTP is refused") {
   const auto& cert = TestCertificate::get();
   ExtenderProcess p({"--tls-cert-file", cert.cert_file, "--tls-key-file", cert.key_file});
   httplib::SSLClient tls("127.0.0.1", p.port());

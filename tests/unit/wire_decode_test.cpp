@@ -153,7 +153,7 @@ TEST_CASE("decode: a bad GPU annotation marks the pod, it does not fail the requ
   CHECK(args.pod.invalid_reason.rfind("pod annotation gpu.nvidia.com/memory: invalid quantity \"40GB\"", 0) == 0);
 }
 
-TEST_CASE("decode: quantities beyond int64 milli-units saturate; sums never wrap") {
+TEST_CASE("decode: quantities beyond int64 milli-units saturate, sums never wrap") {
   // 10Pi of memory is 1.1e19 milli-bytes: valid for Kubernetes, so the object must still decode.
   const std::string big_memory = R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[
     {"resources":{"requests":{"memory":"10Pi","nvidia.com/gpu":"1"}}}]}},"NodeNames":[]})";

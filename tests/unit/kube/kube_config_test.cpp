@@ -67,7 +67,7 @@ TEST_CASE("kubeconfig: errors name the file and what is missing") {
   CHECK_THROWS_WITH(base64_decode("a$b"), "invalid base64 data");
 }
 
-TEST_CASE("kube flags: explicit server, token file and CA; nothing configured") {
+TEST_CASE("kube flags: explicit server, token file and CA, nothing configured") {
   const std::string token = write("token", "t\n");
   const std::string ca = write("ca2.crt", kCa);
   KubeFlags flags;

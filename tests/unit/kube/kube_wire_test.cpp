@@ -62,7 +62,7 @@ TEST_CASE("binding: the v1.Binding body") {
                            "target":{"apiVersion":"v1","kind":"Node","name":"node-a"}})"));
 }
 
-TEST_CASE("preemption: full victims decode to requests; the answer is always meta victims") {
+TEST_CASE("preemption: full victims decode to requests, the answer is always meta victims") {
   const ViewSchema schema = test_support::default_policy()->schema();
   WireDecoder decoder;
   const PreemptionArgs& args = decoder.decode_preemption_args(

@@ -16,7 +16,7 @@ TEST_CASE("excludedResources: a node offering bbb is never chosen") {
   CHECK(r.reason == "node offers custom.resource/bbb (1), which the policy excludes");
 }
 
-TEST_CASE("excludedResources: zero bbb is not offering it; a pod asking for bbb is exempt") {
+TEST_CASE("excludedResources: zero bbb is not offering it, a pod asking for bbb is exempt") {
   auto p = rules::make_excluded_resources_predicate(rule_support::config());
   NodeView n;
   n.name = "n";

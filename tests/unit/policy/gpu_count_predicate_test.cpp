@@ -8,7 +8,7 @@ using test_support::gpu_node;
 using test_support::gpu_pod;
 using test_support::used;
 
-TEST_CASE("gpuCount: enough GPUs pass; pods without GPUs always pass") {
+TEST_CASE("gpuCount: enough GPUs pass, pods without GPUs always pass") {
   auto p = rules::make_gpu_count_predicate(rule_support::config());
   CHECK(check(*p, gpu_pod(2), gpu_node("n", "A100", "40960", 2)).fit == Fit::kPass);
   NodeView cpu;

@@ -26,7 +26,7 @@ TEST_CASE("scaling: a strictly better node never ties with a worse one (up to 11
   for (size_t i = 1; i < out.size(); ++i) CHECK(out[i] > out[i - 1]);
 }
 
-TEST_CASE("scaling: equal raw scores get equal scores; all stay in 0..10") {
+TEST_CASE("scaling: equal raw scores get equal scores, all stay in 0..10") {
   const auto out = scaled({70, 70, 20, 70});
   CHECK(out[0] == out[1]);
   CHECK(out[1] == out[3]);
