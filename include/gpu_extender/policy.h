@@ -36,7 +36,15 @@ class Predicate {
  public:
   virtual ~Predicate() = default;
   virtual std::string_view name() const = 0;
-  virtual PredicateResult check(const PodRequest& pod, const NodeInput& node) const = 0;
+  // The verdict on one node; when it is not kPass, why, appended to `reason` (empty on entry, and
+  // left empty on a pass). The buffer is reused across requests: build reasons in place (reason.h).
+  virtual Fit check(const PodRequest& pod, const NodeInput& node, std::string& reason) const = 0;
+  // The same as a value (tests, tools).
+  PredicateResult evaluate(const PodRequest& pod, const NodeInput& node) const {
+    PredicateResult result;
+    result.fit = check(pod, node, result.reason);
+    return result;
+  }
 };
 
 class Scorer {

@@ -39,6 +39,8 @@ constexpr int64_t milli_to_units_ceil(int64_t milli) {
 
 // Formats a milli value the short way a person writes it: "2", "0.5", "1500m" is written "1.5".
 std::string format_milli(int64_t milli);
+// The same, appended to `out` without a temporary string.
+void append_milli(std::string& out, int64_t milli);
 
 }  // namespace gpu_extender
 

@@ -1,5 +1,6 @@
 #include "gpu_extender/json_writer.h"
 
+#include <array>
 #include <charconv>
 
 namespace gpu_extender {
@@ -28,6 +29,14 @@ size_t utf8_sequence_length(std::string_view s, size_t i) {
   return 0;
 }
 
+// Bytes that cannot be copied as they are: control characters, '"', '\\' and every non-ASCII byte
+// (checked as UTF-8 one sequence at a time). One table look-up per byte in the common plain run.
+constexpr std::array<bool, 256> kSpecial = [] {
+  std::array<bool, 256> table{};
+  for (int c = 0; c < 256; ++c) table[c] = c < 0x20 || c == '"' || c == '\\' || c >= 0x80;
+  return table;
+}();
+
 }  // namespace
 
 void append_json_string(std::string& out, std::string_view text) {
@@ -36,14 +45,10 @@ void append_json_string(std::string& out, std::string_view text) {
   size_t i = 0;
   while (i < text.size()) {
     const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+    if (!kSpecial[c]) {
       // Copy the run of plain ASCII in one go.
       size_t j = i + 1;
-      while (j < text.size()) {
-        const auto d = static_cast<unsigned char>(text[j]);
-        if (d < 0x20 || d == '"' || d == '\\' || d >= 0x80) break;
-        ++j;
-      }
+      while (j < text.size() && !kSpecial[static_cast<unsigned char>(text[j])]) ++j;
       out.append(text.data() + i, j - i);
       i = j;
       continue;

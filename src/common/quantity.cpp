@@ -1,5 +1,6 @@
 #include "gpu_extender/quantity.h"
 
+#include <charconv>
 #include <cstdlib>
 #include <limits>
 
@@ -163,20 +164,26 @@ QuantityParse parse_quantity(std::string_view text) {
   return out;
 }
 
-std::string format_milli(int64_t milli) {
-  std::string out;
+void append_milli(std::string& out, int64_t milli) {
   if (milli < 0) {
     out.push_back('-');
     milli = milli == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : -milli;
   }
-  out += std::to_string(milli / 1000);
+  char buf[24];
+  out.append(buf, std::to_chars(buf, buf + sizeof buf, milli / 1000).ptr);
   int64_t frac = milli % 1000;
-  if (frac != 0) {
-    std::string digits = std::to_string(frac);
-    digits.insert(0, 3 - digits.size(), '0');
-    while (!digits.empty() && digits.back() == '0') digits.pop_back();
-    out += "." + digits;
-  }
+  if (frac == 0) return;
+  char digits[3] = {static_cast<char>('0' + frac / 100), static_cast<char>('0' + frac / 10 % 10),
+                    static_cast<char>('0' + frac % 10)};
+  size_t length = 3;
+  while (length > 0 && digits[length - 1] == '0') --length;
+  out.push_back('.');
+  out.append(digits, length);
+}
+
+std::string format_milli(int64_t milli) {
+  std::string out;
+  append_milli(out, milli);
   return out;
 }
 

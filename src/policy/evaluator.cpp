@@ -37,25 +37,39 @@ std::shared_ptr<const Policy> Policy::build(PolicyConfig config) {
 }
 
 void Policy::filter(const PodRequest& pod, std::span<const NodeInput> nodes, std::vector<NodeVerdict>& out) const {
-  out.clear();
+  // Verdicts are reset, not rebuilt: a reused vector keeps each reason's buffer from the last request.
   out.resize(nodes.size());
+  for (NodeVerdict& verdict : out) {
+    verdict.fit = Fit::kPass;
+    verdict.reason.clear();
+    verdict.rule = {};
+  }
   if (!pod.invalid_reason.empty()) {
     // The pod itself cannot be judged: every node refuses it, and no eviction changes that. The
     // scheduler shows the reason in the pod's events (a 400 would show only "code 400").
-    for (NodeVerdict& verdict : out) verdict = {Fit::kUnresolvable, pod.invalid_reason, "podAnnotations"};
+    for (NodeVerdict& verdict : out) {
+      verdict.fit = Fit::kUnresolvable;
+      verdict.reason.assign(pod.invalid_reason);
+      verdict.rule = "podAnnotations";
+    }
     return;
   }
+  std::string later;  // a later predicate's reason, while the node already has one
   for (size_t i = 0; i < nodes.size(); ++i) {
     NodeVerdict& verdict = out[i];
     for (const auto& predicate : predicates_) {
-      PredicateResult result = predicate->check(pod, nodes[i]);
-      if (result.fit == Fit::kPass) continue;
-      // Keep the first reason, unless a later predicate finds the node unresolvable: that decides
-      // where the node goes (FailedAndUnresolvableNodes), so its reason is the one to give.
-      if (verdict.fit == Fit::kPass || result.fit == Fit::kUnresolvable) {
-        verdict.fit = result.fit;
-        verdict.reason = std::move(result.reason);
-        verdict.rule = predicate->name();
+      if (verdict.fit == Fit::kPass) {
+        verdict.fit = predicate->check(pod, nodes[i], verdict.reason);
+        if (verdict.fit != Fit::kPass) verdict.rule = predicate->name();
+      } else {
+        // Keep the first reason, unless a later predicate finds the node unresolvable: that decides
+        // where the node goes (FailedAndUnresolvableNodes), so its reason is the one to give.
+        later.clear();
+        if (predicate->check(pod, nodes[i], later) == Fit::kUnresolvable) {
+          verdict.fit = Fit::kUnresolvable;
+          verdict.reason.swap(later);
+          verdict.rule = predicate->name();
+        }
       }
       if (verdict.fit == Fit::kUnresolvable) break;
     }

@@ -2,6 +2,7 @@
 // default: "never place on a node that has bbb"). A pod that itself requests the excluded resource is
 // exempt: it cannot run anywhere else. Unresolvable: evictions do not remove a node's resources.
 #include "gpu_extender/quantity.h"
+#include "reason.h"
 #include "rules.h"
 
 namespace gpu_extender::rules {
@@ -12,14 +13,14 @@ class ExcludedResourcesPredicate final : public Predicate {
   explicit ExcludedResourcesPredicate(const ViewSchema& schema) : schema_(schema) {}
   std::string_view name() const override { return "excludedResources"; }
 
-  PredicateResult check(const PodRequest& pod, const NodeInput& input) const override {
+  Fit check(const PodRequest& pod, const NodeInput& input, std::string& reason) const override {
     for (size_t i = ViewSchema::kFirstExcludedResource; i < schema_.resources.size(); ++i) {
       const auto offered = input.node->offered(i);
       if (!offered || *offered <= 0 || pod.requested(i) > 0) continue;
-      return {Fit::kUnresolvable, "node offers " + schema_.resources.name(i) + " (" + format_milli(*offered) +
-                                      "), which the policy excludes"};
+      return refuse(reason, Fit::kUnresolvable, "node offers ", schema_.resources.name(i), " (", Milli{*offered},
+                    "), which the policy excludes");
     }
-    return PredicateResult::pass();
+    return Fit::kPass;
   }
 
  private:

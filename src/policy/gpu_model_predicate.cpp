@@ -1,6 +1,7 @@
 // Filter 1: the node's GPU model must be one the pod asks for (annotation, a model or a comma-separated
 // list, compared without regard to case). Unresolvable: evicting pods never changes a node's GPUs.
 #include "gpu_extender/case_insensitive.h"
+#include "reason.h"
 #include "rules.h"
 
 namespace gpu_extender::rules {
@@ -27,16 +28,13 @@ class GpuModelPredicate final : public Predicate {
   explicit GpuModelPredicate(std::string label) : label_(std::move(label)) {}
   std::string_view name() const override { return "gpuModel"; }
 
-  PredicateResult check(const PodRequest& pod, const NodeInput& input) const override {
-    if (!pod.gpu_model || trim(*pod.gpu_model).empty()) return PredicateResult::pass();
+  Fit check(const PodRequest& pod, const NodeInput& input, std::string& reason) const override {
+    if (!pod.gpu_model || trim(*pod.gpu_model).empty()) return Fit::kPass;
     const auto& model = input.node->gpu_model;
-    if (!model) {
-      return {Fit::kUnresolvable,
-              "node has no " + label_ + " label; pod requests gpu model " + std::string(*pod.gpu_model)};
-    }
-    if (model_listed(*pod.gpu_model, trim(*model))) return PredicateResult::pass();
-    return {Fit::kUnresolvable,
-            "gpu model " + std::string(*model) + " does not match requested " + std::string(*pod.gpu_model)};
+    if (!model)
+      return refuse(reason, Fit::kUnresolvable, "node has no ", label_, " label; pod requests gpu model ", *pod.gpu_model);
+    if (model_listed(*pod.gpu_model, trim(*model))) return Fit::kPass;
+    return refuse(reason, Fit::kUnresolvable, "gpu model ", *model, " does not match requested ", *pod.gpu_model);
   }
 
  private:

@@ -2,6 +2,7 @@
 // node: allocatable minus what is in use (when usage is known). A node without the resource, or with
 // less than the request in total, is unresolvable; one whose free amount is short is resolvable.
 #include "gpu_extender/quantity.h"
+#include "reason.h"
 #include "rules.h"
 
 namespace gpu_extender::rules {
@@ -12,27 +13,26 @@ class PackedResourceFitPredicate final : public Predicate {
   explicit PackedResourceFitPredicate(std::string resource) : resource_(std::move(resource)) {}
   std::string_view name() const override { return "packedResourceFit"; }
 
-  PredicateResult check(const PodRequest& pod, const NodeInput& input) const override {
+  Fit check(const PodRequest& pod, const NodeInput& input, std::string& reason) const override {
     constexpr size_t r = ViewSchema::kPackedResource;
     const int64_t wanted = pod.requested(r);
-    if (wanted <= 0) return PredicateResult::pass();
+    if (wanted <= 0) return Fit::kPass;
     const auto offered = input.node->offered(r);
-    if (!offered || *offered <= 0) {
-      return {Fit::kUnresolvable, "node offers no " + resource_ + "; pod requests " + format_milli(wanted)};
-    }
+    if (!offered || *offered <= 0)
+      return refuse(reason, Fit::kUnresolvable, "node offers no ", resource_, "; pod requests ", Milli{wanted});
     if (wanted > *offered) {
-      return {Fit::kUnresolvable, "node has " + format_milli(*offered) + " " + resource_ + "; pod requests " +
-                                      format_milli(wanted)};
+      return refuse(reason, Fit::kUnresolvable, "node has ", Milli{*offered}, " ", resource_, "; pod requests ",
+                    Milli{wanted});
     }
     if (input.used) {
       const int64_t used = input.used->has(r) ? input.used->get(r) : 0;
       const int64_t free = *offered > used ? *offered - used : 0;
       if (wanted > free) {
-        return {Fit::kResolvable, "only " + format_milli(free) + " of " + format_milli(*offered) + " " + resource_ +
-                                      " free; pod requests " + format_milli(wanted)};
+        return refuse(reason, Fit::kResolvable, "only ", Milli{free}, " of ", Milli{*offered}, " ", resource_,
+                      " free; pod requests ", Milli{wanted});
       }
     }
-    return PredicateResult::pass();
+    return Fit::kPass;
   }
 
  private:

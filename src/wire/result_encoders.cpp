@@ -39,6 +39,8 @@ void encode_filter_result(const ExtenderArgs& args, std::span<const NodeVerdict>
     }
     out += "]}";
   } else {
+    // Names and reasons: about 64 bytes a node; one reservation instead of a dozen regrowths.
+    out.reserve(out.size() + 64 * verdicts.size() + 128);
     out += "{\"Nodes\":null";
   }
   out += ",\"NodeNames\":[";
