@@ -168,3 +168,52 @@ TEST_CASE("bounds: past the connection queue, requests get 503 with Retry-After"
          (b == "HTTP/1.1 503 Service Unavailable" && a == "HTTP/1.1 200 OK")));
   CHECK(p.log().find("connections waiting") != std::string::npos);
 }
+
+namespace {
+long proc_status_value(pid_t pid, const std::string& key) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind(key + ":", 0) == 0) return std::stol(line.substr(key.size() + 1));
+  return -1;
+}
+}  // namespace
+
+TEST_CASE("bounds: 128 idle and 64 half-sent connections do not starve /filter or /healthz") {
+  ExtenderProcess p;
+  const long threads_before = proc_status_value(p.pid(), "Threads");
+  const long rss_before = proc_status_value(p.pid(), "VmRSS");
+  std::vector<int> idle;
+  for (int i = 0; i < 128; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(p.port()));
+    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+    REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    idle.push_back(fd);  // connected, never a byte sent
+  }
+  const std::string body = test_support::sample("filter-gpu-full.json");
+  std::vector<std::unique_ptr<SlowRequest>> half_sent;
+  for (int i = 0; i < 64; ++i) half_sent.push_back(std::make_unique<SlowRequest>(p.port(), body));
+  // Every connection has its own thread once the server has accepted them all.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (proc_status_value(p.pid(), "Threads") < threads_before + 150 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const long threads_held = proc_status_value(p.pid(), "Threads");
+  const long rss_held = proc_status_value(p.pid(), "VmRSS");
+
+  httplib::Client client("127.0.0.1", p.port());
+  client.set_read_timeout(std::chrono::seconds(1));  // the bound: answered within a second, or failed
+  client.set_connection_timeout(std::chrono::seconds(1));
+  auto filter = client.Post("/filter", body, "application/json");
+  REQUIRE(filter);
+  CHECK(filter->status == 200);
+  auto health = client.Get("/healthz");
+  REQUIRE(health);
+  CHECK(health->status == 200);
+  // The cost, for the record (README "Reliability and security"): a thread and a few KiB each.
+  WARN("threads " << threads_before << " -> " << threads_held << ", resident " << rss_before << " -> " << rss_held
+                  << " KiB with 192 connections held");
+  for (int fd : idle) close(fd);
+}
