@@ -28,6 +28,7 @@ struct CliOptions {
   std::string kube_token_file;
   std::string kube_ca_file;
   bool kube_insecure_skip_tls_verify = false;
+  bool kube_allow_token_over_http = false;
   int assume_ttl_seconds = 30;
   // Pods whose /bind this extender serves: their spec.schedulerName must be one of these.
   std::vector<std::string> scheduler_names{"gpu-scheduler"};

@@ -31,6 +31,7 @@ struct KubeFlags {
   std::string token_file;
   std::string ca_file;
   bool insecure_skip_tls_verify = false;
+  bool allow_token_over_http = false;  // else a token with an http:// server is refused
 };
 
 // The in-cluster service-account files (KUBERNETES_SERVICE_HOST/PORT, token, ca.crt under

@@ -135,6 +135,11 @@ std::optional<ApiEndpoint> resolve_endpoint(const KubeFlags& flags) {
   if (flags.insecure_skip_tls_verify) e->insecure_skip_tls_verify = true;
   if (e->server.rfind("https://", 0) != 0 && e->server.rfind("http://", 0) != 0)
     throw KubeConfigError("API server \"" + e->server + "\" must start with https:// or http://");
+  const bool has_token = !e->token.empty() || !e->token_file.empty();
+  if (has_token && e->server.rfind("http://", 0) == 0 && !flags.allow_token_over_http)
+    throw KubeConfigError("refusing to send the bearer token to " + e->server +
+                          ": over plain http:// anyone on the path can read it and act as the extender (bind any "
+                          "pod); use https://, or --kube-allow-token-over-http for a test server on loopback");
   return e;
 }
 

@@ -52,6 +52,8 @@ Flags:
   --kube-token-file FILE   bearer token, re-read when it changes
   --kube-ca-file FILE      certificate authority of the API server
   --kube-insecure-skip-tls-verify   do not verify the API server's certificate (testing only)
+  --kube-allow-token-over-http      send the bearer token to an http:// API server (refused
+                         otherwise: anyone on the path could read it; testing only)
   --assume-ttl-seconds N how long a pod bound by /bind counts on its node before the watch
                          confirms it (default 30)
   --scheduler-name NAME  /bind binds only pods with this spec.schedulerName; comma-separated
@@ -115,7 +117,8 @@ CliParse parse_cli(const std::vector<std::string>& args) {
   };
   const std::map<std::string, bool*> switches = {
       {"--check-config", &o.check_config},
-      {"--kube-insecure-skip-tls-verify", &o.kube_insecure_skip_tls_verify}, {"--help", &o.help}, {"-h", &o.help}, {"--version", &o.version}};
+      {"--kube-insecure-skip-tls-verify", &o.kube_insecure_skip_tls_verify},
+      {"--kube-allow-token-over-http", &o.kube_allow_token_over_http}, {"--help", &o.help}, {"-h", &o.help}, {"--version", &o.version}};
 
   for (size_t i = 0; i < args.size(); ++i) {
     std::string flag = args[i];

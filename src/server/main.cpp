@@ -28,7 +28,7 @@ std::shared_ptr<const Policy> load_policy(const CliOptions& options) {
 
 std::optional<ApiEndpoint> api_endpoint(const CliOptions& o) {
   return resolve_endpoint(KubeFlags{o.kubeconfig, o.kube_api_server, o.kube_token_file, o.kube_ca_file,
-                                    o.kube_insecure_skip_tls_verify});
+                                    o.kube_insecure_skip_tls_verify, o.kube_allow_token_over_http});
 }
 
 }  // namespace

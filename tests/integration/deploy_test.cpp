@@ -97,11 +97,20 @@ TEST_CASE("deploy: the extender's args, probes and policy work with the real bin
   const std::string policy_file = "/tmp/gpu-extender-deployed-policy-" + std::to_string(getpid()) + ".yaml";
   std::ofstream(policy_file) << policy_text;
   std::vector<std::string> args;
+  // The container's named ports, as the test runs them: the verbs on the port ExtenderProcess picks,
+  // the metrics port on a free one of ours.
+  const int metrics_port = 19000 + static_cast<int>(getpid() % 20000);
+  bool has_metrics_port = false;
   for (std::string a : container_args(container)) {
     if (a.rfind("--policy=", 0) == 0) a = "--policy=" + policy_file;
     if (a.rfind("--port=", 0) == 0 || a.rfind("--address=", 0) == 0) continue;  // the test picks its own
+    if (a.rfind("--metrics-port=", 0) == 0) {
+      has_metrics_port = true;
+      a = "--metrics-port=" + std::to_string(metrics_port);
+    }
     args.push_back(a);
   }
+  CHECK(has_metrics_port);
   std::vector<std::string> check = args;
   check.push_back("--check-config");
   const auto dry_run = test_support::run_binary(check);
@@ -109,10 +118,18 @@ TEST_CASE("deploy: the extender's args, probes and policy work with the real bin
   CHECK(dry_run.exit_code == 0);
 
   ExtenderProcess p(args);
-  httplib::Client client("127.0.0.1", p.port());
+  std::map<std::string, int> port_of;  // container port name -> where the test's binary serves it
+  for (const auto& port : container["ports"]) {
+    const std::string name = port["name"].as<std::string>();
+    port_of[name] = port["containerPort"].as<std::string>() == "9090" ? metrics_port : p.port();
+  }
+  CHECK(port_of.count("http") == 1);
+  CHECK(port_of.count("metrics") == 1);
   for (const char* probe : {"livenessProbe", "readinessProbe"}) {
     const std::string path = container[probe]["httpGet"]["path"].as<std::string>();
-    CHECK(container[probe]["httpGet"]["port"].as<std::string>() == container["ports"][0]["name"].as<std::string>());
+    const std::string port = container[probe]["httpGet"]["port"].as<std::string>();
+    REQUIRE(port_of.count(port) == 1);
+    httplib::Client client("127.0.0.1", port_of[port]);
     auto res = client.Get(path.c_str());
     REQUIRE(res);
     CHECK(res->status == 200);
@@ -196,3 +213,33 @@ TEST_CASE("deploy: every scheduler configuration variant is complete") {
   CHECK(https["extenders"][0]["enableHTTPS"].as<bool>());
   CHECK(https["extenders"][0]["tlsConfig"]["certFile"]);
 }
+
+TEST_CASE("deploy: the NetworkPolicy admits the scheduler to the verbs and monitoring to the metrics") {
+  const auto docs = rendered_manifests();
+  const YAML::Node* policy = find(docs, "NetworkPolicy", "gpu-extender");
+  const YAML::Node* extender = find(docs, "Deployment", "gpu-extender");
+  const YAML::Node* scheduler = find(docs, "Deployment", "gpu-scheduler");
+  REQUIRE(policy);
+  REQUIRE(extender);
+  REQUIRE(scheduler);
+  // It selects the extender's pods and governs their ingress.
+  for (const auto& kv : (*policy)["spec"]["podSelector"]["matchLabels"])
+    CHECK((*extender)["spec"]["template"]["metadata"]["labels"][kv.first.as<std::string>()].as<std::string>() ==
+          kv.second.as<std::string>());
+  CHECK((*policy)["spec"]["policyTypes"][0].as<std::string>() == "Ingress");
+  const YAML::Node rules = (*policy)["spec"]["ingress"];
+  REQUIRE(rules.size() == 2);
+  // The verb port: only pods that carry the scheduler's labels.
+  CHECK(rules[0]["ports"][0]["port"].as<std::string>() == "http");
+  for (const auto& kv : rules[0]["from"][0]["podSelector"]["matchLabels"])
+    CHECK((*scheduler)["spec"]["template"]["metadata"]["labels"][kv.first.as<std::string>()].as<std::string>() ==
+          kv.second.as<std::string>());
+  CHECK_FALSE(rules[0]["from"][0]["namespaceSelector"]);  // this namespace only
+  // The metrics port: the monitoring namespace; and the ServiceMonitor scrapes that port.
+  CHECK(rules[1]["ports"][0]["port"].as<std::string>() == "metrics");
+  CHECK(rules[1]["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"].as<std::string>() ==
+        "monitoring");
+  const YAML::Node monitor = YAML::LoadFile(test_support::source_path("manifests/monitoring/servicemonitor.yaml"));
+  CHECK(monitor["spec"]["endpoints"][0]["port"].as<std::string>() == "metrics");
+}
+

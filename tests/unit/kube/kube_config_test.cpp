@@ -87,6 +87,19 @@ TEST_CASE("kube flags: explicit server, token file and CA, nothing configured") 
   CHECK_THROWS_WITH(resolve_endpoint(orphan), Catch::Contains("need --kube-api-server or --kubeconfig"));
 }
 
+TEST_CASE("kube flags: a token is never sent over plain http:// unless allowed") {
+  const std::string token = write("token-http", "t\n");
+  KubeFlags flags;
+  flags.api_server = "http://127.0.0.1:8080";
+  flags.token_file = token;
+  CHECK_THROWS_WITH(resolve_endpoint(flags), Catch::Contains("refusing to send the bearer token to http://127.0.0.1:8080"));
+  flags.allow_token_over_http = true;
+  CHECK(resolve_endpoint(flags).has_value());
+  KubeFlags no_token;  // nothing secret to leak: a plain local proxy (kubectl proxy) is fine
+  no_token.api_server = "http://127.0.0.1:8001";
+  CHECK(resolve_endpoint(no_token).has_value());
+}
+
 TEST_CASE("in-cluster: service-account files and the service environment") {
   const std::string dir = "/tmp/gpu-extender-sa-" + std::to_string(getpid());
   std::system(("mkdir -p " + dir).c_str());
