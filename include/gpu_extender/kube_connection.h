@@ -22,7 +22,7 @@ class Reflector;
 // Counts of one reflector (list+watch of one resource), read at scrape time.
 struct WatchCounts {
   std::string resource;  // "pods" | "nodes"
-  uint64_t lists = 0, watches = 0, events = 0, relists_after_gone = 0, failures = 0;
+  uint64_t lists = 0, watches = 0, events = 0, relists_after_gone = 0, failures = 0, not_understood = 0;
 };
 
 struct KubeOptions {

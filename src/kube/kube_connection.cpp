@@ -28,7 +28,7 @@ std::vector<WatchCounts> KubeConnection::watch_counts() const {
   std::vector<WatchCounts> out;
   for (const auto& r : reflectors_) {
     const auto& c = r->counters();
-    out.push_back({r->name(), c.lists, c.watches, c.events, c.relists_after_gone, c.failures});
+    out.push_back({r->name(), c.lists, c.watches, c.events, c.relists_after_gone, c.failures, c.not_understood});
   }
   return out;
 }

@@ -4,6 +4,8 @@
 
 #include <random>
 
+#include "gpu_extender/quantity.h"
+
 namespace gpu_extender::kube {
 namespace {
 
@@ -77,6 +79,30 @@ void Reflector::run() {
   }
 }
 
+void Reflector::not_understood(std::string_view what, std::string_view why) {
+  const uint64_t count = ++counters_.not_understood;
+  const auto now = std::chrono::steady_clock::now();
+  if (count > 1 && now - last_not_understood_log_ < std::chrono::minutes(1)) return;
+  last_not_understood_log_ = now;
+  spdlog::warn("cluster view: {}: {}; counting what can be read ({} such {} so far; logged at most once a minute)",
+               what, why, count, name());
+}
+
+void Reflector::check_understood(const PodRequest& pod) {
+  if (pod.invalid_reason.empty()) return;
+  not_understood("pod " + std::string(pod.ns) + "/" + std::string(pod.name), pod.invalid_reason);
+}
+
+void Reflector::check_understood(const NodeView& node) {
+  std::string error;
+  if (node.gpu_memory && !parse_mebibytes(*node.gpu_memory, &error)) {
+    not_understood("node " + std::string(node.name), "label " + schema_.node_gpu_memory_label + ": " + error);
+  } else if (node.gpu_count && !parse_quantity(*node.gpu_count).milli) {
+    not_understood("node " + std::string(node.name),
+                   "label " + schema_.node_gpu_count_label + ": " + parse_quantity(*node.gpu_count).error);
+  }
+}
+
 bool Reflector::list() {
   ++counters_.lists;
   std::string continue_token;
@@ -95,12 +121,16 @@ bool Reflector::list() {
     try {
       if (kind_ == Kind::kPods) {
         meta = decoder_.decode_pod_list(res.body, schema_, [&](const PodRequest& pod) {
+          check_understood(pod);
           if (pod.node_name.empty() || pod.terminated() || pod.uid.empty()) return;
           pods.push_back({std::string(pod.uid), std::string(pod.node_name), pod.requests});
         });
       } else {
         meta = decoder_.decode_node_list(res.body, schema_,
-                                         [&](const NodeView& node) { nodes.push_back(CachedNode::copy_of(node)); });
+                                         [&](const NodeView& node) {
+                                           check_understood(node);
+                                           nodes.push_back(CachedNode::copy_of(node));
+                                         });
       }
     } catch (const DecodeError& e) {
       spdlog::error("cluster view: list {} answered something unreadable: {}", name(), e.what());
@@ -131,12 +161,18 @@ bool Reflector::apply_event(std::string_view line, WatchEnd& end) {
     if (kind_ == Kind::kPods) {
       PodRequest pod;
       header = decoder_.decode_pod_event(line, schema_, pod);
-      if (header.type == "ADDED" || header.type == "MODIFIED") view_->upsert_pod(pod);
+      if (header.type == "ADDED" || header.type == "MODIFIED") {
+        check_understood(pod);
+        view_->upsert_pod(pod);
+      }
       else if (header.type == "DELETED") view_->delete_pod(pod.uid);
     } else {
       NodeView node;
       header = decoder_.decode_node_event(line, schema_, node);
-      if (header.type == "ADDED" || header.type == "MODIFIED") view_->upsert_node(node);
+      if (header.type == "ADDED" || header.type == "MODIFIED") {
+        check_understood(node);
+        view_->upsert_node(node);
+      }
       else if (header.type == "DELETED") view_->delete_node(node.name);
     }
     if (header.type == "ERROR") {

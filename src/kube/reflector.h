@@ -36,7 +36,7 @@ class Reflector {
   void stop();
 
   struct Counters {
-    std::atomic<uint64_t> lists{0}, watches{0}, events{0}, relists_after_gone{0}, failures{0};
+    std::atomic<uint64_t> lists{0}, watches{0}, events{0}, relists_after_gone{0}, failures{0}, not_understood{0};
   };
   const Counters& counters() const { return counters_; }
   const char* name() const { return kind_ == Kind::kPods ? "pods" : "nodes"; }
@@ -46,6 +46,12 @@ class Reflector {
   bool list();
   WatchEnd watch();
   bool apply_event(std::string_view line, WatchEnd& end);
+  // An object with a field the policy reads that makes no sense (a pod's GPU memory annotation "40GB",
+  // a node's memory label "lots"): counted, logged at most once a minute; what could be read counts.
+  void check_understood(const PodRequest& pod);
+  void check_understood(const NodeView& node);
+  void not_understood(std::string_view what, std::string_view why);
+  std::chrono::steady_clock::time_point last_not_understood_log_{};
   void sleep_for(std::chrono::milliseconds duration);
 
   Kind kind_;

@@ -55,6 +55,10 @@ class ClusterCollector final : public prometheus::Collectable {
     MetricFamily restarts{"gpu_extender_watch_restarts_total", "Watches of a resource that ended and were restarted, by reason.",
                           MetricType::Counter, {}};
     MetricFamily events{"gpu_extender_watch_events_total", "Watch events applied, by resource.", MetricType::Counter, {}};
+    MetricFamily not_understood{"gpu_extender_watch_objects_not_understood_total",
+                                "Objects (listed or watched) with a field the policy reads that could not be understood; "
+                                "what could be read still counts.",
+                                MetricType::Counter, {}};
     for (const WatchCounts& w : watches_()) {
       auto add = [&](MetricFamily& f, double value, std::vector<prometheus::ClientMetric::Label> labels) {
         prometheus::ClientMetric m;
@@ -66,10 +70,12 @@ class ClusterCollector final : public prometheus::Collectable {
       add(restarts, static_cast<double>(w.relists_after_gone), {{"reason", "gone"}, {"resource", w.resource}});
       add(restarts, static_cast<double>(w.failures), {{"reason", "error"}, {"resource", w.resource}});
       add(events, static_cast<double>(w.events), {{"resource", w.resource}});
+      add(not_understood, static_cast<double>(w.not_understood), {{"resource", w.resource}});
     }
     out.push_back(std::move(lists));
     out.push_back(std::move(restarts));
     out.push_back(std::move(events));
+    out.push_back(std::move(not_understood));
     return out;
   }
 

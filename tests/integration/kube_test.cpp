@@ -296,3 +296,31 @@ TEST_CASE("kube: API faults: the extender answers from its last view, shows stal
   CHECK(eventually([&] { return !failure_of(post_json(p, "/filter", body), "a100-4").empty(); }, std::chrono::seconds(40)));
   CHECK(age() < 5.0);
 }
+
+TEST_CASE("kube: a pod or node that cannot be fully understood still counts, and stops nothing") {
+  Cluster c;
+  // Any user can write this annotation on a pod; 10Pi of memory overflows int64 milli-units.
+  json odd = make_pod("ml", "odd", "uid-odd", "a100-4", 3);
+  odd["metadata"]["annotations"] = {{"gpu.nvidia.com/memory", "40GB"}};
+  odd["spec"]["containers"][0]["resources"]["requests"] = {{"memory", "10Pi"}};
+  c.api.put_pod(odd);
+  json node = make_node("odd-node", "A100", 4);
+  node["metadata"]["labels"]["gpu.nvidia.com/memory"] = "lots";
+  c.api.put_node(node);
+  ExtenderProcess p(c.args());
+  REQUIRE(eventually([&] { return ready(p); }));  // the lists went through
+  const json body = c.names_args(gpu_pod("train", "uid-train", 2));
+  // The odd pod's 3 GPUs count on a100-4: one is left.
+  CHECK(failure_of(post_json(p, "/filter", body), "a100-4") == "only 1 of 4 GPUs free; pod requests 2");
+  const auto series = test_support::scrape(p.port());
+  CHECK(test_support::value_of(series, R"(gpu_extender_watch_objects_not_understood_total{resource="pods"})") == 1);
+  CHECK(test_support::value_of(series, R"(gpu_extender_watch_objects_not_understood_total{resource="nodes"})") == 1);
+  CHECK(p.log().find("pod ml/odd: pod annotation gpu.nvidia.com/memory: invalid quantity \"40GB\"") != std::string::npos);
+  // The same through the watch: the view keeps going.
+  json later = make_pod("ml", "odd-2", "uid-odd-2", "a100-8", 1);
+  later["metadata"]["annotations"] = {{"gpu.nvidia.com/memory", "plenty"}};
+  c.api.put_pod(later);
+  CHECK(eventually([&] { return failure_of(post_json(p, "/filter", body), "a100-8") == "only 1 of 8 GPUs free; pod requests 2"; }));
+  CHECK(test_support::value_of(test_support::scrape(p.port()),
+                               R"(gpu_extender_watch_objects_not_understood_total{resource="pods"})") == 2);
+}
