@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (ASan+UBSan) and runs each for FUZZ_SECONDS (default 20),
-# seeded from the samples, the captured scheduler bodies and the saved regressions. A crash is copied
+# starting from the committed corpus (tests/fuzz/corpus/<target>: what earlier long campaigns found,
+# minimized), the samples, the captured scheduler bodies and the saved regressions. A crash is copied
 # into tests/fuzz/regressions/<target>/ (commit it: the regression test replays it in every build) and
 # fails the run.
+#
+# A long campaign that refreshes the committed corpus (run outside CI, then commit the corpus):
+#   FUZZ_SECONDS=600 FUZZ_MINIMIZE=1 scripts/fuzz.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -30,15 +34,25 @@ printf '%s' '{"PodName":"p"}' > "$WORK/seeds/binding_args/partial"
 
 found=0
 for target in extender_args binding_args preemption_args watch_event quantity policy; do
-  mkdir -p "$WORK/corpus/$target" "$WORK/crashes/$target" "tests/fuzz/regressions/$target"
+  mkdir -p "$WORK/corpus/$target" "$WORK/crashes/$target" "tests/fuzz/regressions/$target" "tests/fuzz/corpus/$target"
   echo "== fuzz_$target for ${SECONDS_EACH}s"
   if ! "$BUILD/fuzz/fuzz_$target" -max_total_time="$SECONDS_EACH" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
       -print_final_stats=1 -artifact_prefix="$WORK/crashes/$target/" \
-      "$WORK/corpus/$target" "$WORK/seeds/$target" "tests/fuzz/regressions/$target" 2>"$WORK/$target.log"; then
+      "$WORK/corpus/$target" "tests/fuzz/corpus/$target" "$WORK/seeds/$target" "tests/fuzz/regressions/$target" \
+      2>"$WORK/$target.log"; then
     found=1
     tail -30 "$WORK/$target.log"
   fi
-  grep -E "^stat::number_of_executed_units|^stat::peak_rss_mb" "$WORK/$target.log" | tr '\n' ' '; echo
+  grep -E "^stat::number_of_executed_units|^stat::peak_rss_mb|^#[0-9]+.*DONE" "$WORK/$target.log" | tr '\n' ' '; echo
+  if [ "${FUZZ_MINIMIZE:-0}" = 1 ]; then
+    # Keep the smallest set of inputs that covers everything this run and earlier ones reached.
+    rm -rf "$WORK/merged/$target"; mkdir -p "$WORK/merged/$target"
+    "$BUILD/fuzz/fuzz_$target" -merge=1 -max_len=65536 -timeout=10 -rss_limit_mb=2048 "$WORK/merged/$target" \
+      "tests/fuzz/corpus/$target" "$WORK/corpus/$target" "$WORK/seeds/$target" 2>/dev/null
+    rm -rf "tests/fuzz/corpus/$target"; mkdir -p "tests/fuzz/corpus/$target"
+    cp "$WORK/merged/$target"/* "tests/fuzz/corpus/$target/" 2>/dev/null || true
+    echo "corpus: $(ls "tests/fuzz/corpus/$target" | wc -l) inputs, $(du -sk "tests/fuzz/corpus/$target" | cut -f1) KiB"
+  fi
   for crash in "$WORK/crashes/$target"/*; do
     [ -f "$crash" ] || continue
     cp "$crash" "tests/fuzz/regressions/$target/"

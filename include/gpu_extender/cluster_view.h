@@ -6,16 +6,28 @@
 // Only what the policy reads is kept: a CachedNode per node and, per pod, its node and requests.
 // Thread-safe: request threads read (shared lock) while the watch threads write (exclusive lock).
 #include <atomic>
+#include <cstdint>
 #include <chrono>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "gpu_extender/node_source.h"
 #include "gpu_extender/pod_request.h"
 #include "gpu_extender/usage_source.h"
 
 namespace gpu_extender {
+
+// What one names-mode lookup found, kept by a request workspace for the next one: kube-scheduler
+// sends the same node names in the same order pod after pod, so a name equal to the one at its
+// position last time resolves with a string comparison instead of a hash lookup. Valid while the
+// view's generation (bumped whenever a node entry is erased) is unchanged.
+struct LookupMemo {
+  uint64_t generation = UINT64_MAX;
+  std::vector<std::string> names;
+  std::vector<const void*> entries;
+};
 
 class ClusterView final : public UsageSource, public NodeSource {
  public:
@@ -61,7 +73,7 @@ class ClusterView final : public UsageSource, public NodeSource {
                   std::vector<std::shared_ptr<const CachedNode>>& out) const override;
   // Names mode in one pass: each node and what is in use on it, under one lock, one lookup per name.
   void lookup(std::span<const std::string_view> names, std::vector<std::shared_ptr<const CachedNode>>& nodes,
-              std::vector<ResourceAmounts>& used) const;
+              std::vector<ResourceAmounts>& used, LookupMemo* memo = nullptr) const;
   // What a victim frees: its node and requests, when the pod is known.
   std::optional<std::pair<std::string, ResourceAmounts>> pod_usage(std::string_view uid) const;
 
@@ -105,6 +117,7 @@ class ClusterView final : public UsageSource, public NodeSource {
   std::chrono::milliseconds assume_ttl_;
   std::chrono::milliseconds pending_ttl_;
   std::atomic<bool> nodes_synced_{false}, pods_synced_{false};
+  uint64_t generation_ = 0;  // bumped (under the exclusive lock) whenever an entry of nodes_ is erased
   std::atomic<int64_t> last_event_ns_{0};
 };
 

@@ -34,7 +34,8 @@ QuantityParse parse_quantity(std::string_view text);
 
 // The whole units of a milli value, rounded up (Kubernetes' Quantity.Value()).
 constexpr int64_t milli_to_units_ceil(int64_t milli) {
-  return milli >= 0 ? (milli + 999) / 1000 : -((-milli) / 1000);
+  // Without adding 999 first: INT64_MAX (a saturated sum) must not overflow on the way.
+  return milli / 1000 + (milli > 0 && milli % 1000 != 0 ? 1 : 0);
 }
 
 // Formats a milli value the short way a person writes it: "2", "0.5", "1500m" is written "1.5".

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_extender/cluster_view.h"
 #include "gpu_extender/node_source.h"
 #include "gpu_extender/policy.h"
 #include "gpu_extender/wire.h"
@@ -27,6 +28,7 @@ struct Workspace {
   std::vector<std::shared_ptr<const CachedNode>> cached_nodes;  // names mode: held for the request
   std::vector<ResourceAmounts> cached_usage;                    // names mode: usage of those nodes
   std::vector<size_t> input_index;                              // node_names[i] -> inputs index or npos
+  LookupMemo lookup_memo;                                       // names mode: last request's name lookups
   std::vector<NodeVerdict> verdicts;
   std::vector<NodeInput> scored_inputs;  // prioritize: the inputs that pass the filter
   std::vector<int64_t> scores;           // prioritize: one per node name

@@ -18,7 +18,10 @@ void ClusterView::add_usage(const std::string& node, const ResourceAmounts& amou
   if (add) used.add(amounts);
   else used.subtract(amounts);
   // The last pod of a deleted node is gone: so is the node's entry (a churning cluster must not grow it).
-  if (!it->second.node && used.milli == ResourceAmounts{}.milli) nodes_.erase(it);
+  if (!it->second.node && used.milli == ResourceAmounts{}.milli) {
+    nodes_.erase(it);
+    ++generation_;
+  }
 }
 
 void ClusterView::upsert_node(const NodeView& node) {
@@ -36,7 +39,10 @@ void ClusterView::delete_node(std::string_view name) {
   it->second.node.reset();
   --node_objects_;
   // Pods still bound there keep the entry (their deletion follows); otherwise nothing is left of it.
-  if (it->second.used.milli == ResourceAmounts{}.milli) nodes_.erase(it);
+  if (it->second.used.milli == ResourceAmounts{}.milli) {
+    nodes_.erase(it);
+    ++generation_;
+  }
 }
 
 void ClusterView::forget_assumed(std::string_view uid) {
@@ -73,9 +79,10 @@ void ClusterView::replace_nodes(const std::vector<std::shared_ptr<const CachedNo
   std::unique_lock lock(mutex_);
   for (auto& [name, entry] : nodes_) entry.node.reset();
   for (const auto& node : nodes) nodes_[std::string(node->view().name)].node = node;
-  std::erase_if(nodes_, [](const auto& entry) {
-    return !entry.second.node && entry.second.used.milli == ResourceAmounts{}.milli;  // gone, nothing on it
-  });
+  if (std::erase_if(nodes_, [](const auto& entry) {
+        return !entry.second.node && entry.second.used.milli == ResourceAmounts{}.milli;  // gone, nothing on it
+      }) > 0)
+    ++generation_;
   node_objects_ = nodes.size();
 }
 
@@ -188,16 +195,36 @@ void ClusterView::find_nodes(std::span<const std::string_view> names,
 }
 
 void ClusterView::lookup(std::span<const std::string_view> names, std::vector<std::shared_ptr<const CachedNode>>& nodes,
-                         std::vector<ResourceAmounts>& used) const {
+                         std::vector<ResourceAmounts>& used, LookupMemo* memo) const {
   nodes.clear();
   used.clear();
   nodes.reserve(names.size());
   used.reserve(names.size());
   std::shared_lock lock(mutex_);
-  for (std::string_view name : names) {
-    auto it = nodes_.find(name);
-    nodes.push_back(it == nodes_.end() ? nullptr : it->second.node);
-    used.push_back(it == nodes_.end() ? ResourceAmounts{} : it->second.used);
+  if (memo && memo->generation != generation_) {
+    memo->names.clear();
+    memo->entries.clear();
+    memo->generation = generation_;
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string_view name = names[i];
+    const NodeEntry* entry = nullptr;
+    if (memo && i < memo->names.size() && memo->names[i] == name) {
+      entry = static_cast<const NodeEntry*>(memo->entries[i]);  // same name, same place as last time
+    } else {
+      auto it = nodes_.find(name);
+      entry = it == nodes_.end() ? nullptr : &it->second;
+      if (memo) {
+        if (i >= memo->names.size()) {
+          memo->names.resize(i + 1);
+          memo->entries.resize(i + 1);
+        }
+        memo->names[i].assign(name);
+        memo->entries[i] = entry;
+      }
+    }
+    nodes.push_back(entry ? entry->node : nullptr);
+    used.push_back(entry ? entry->used : ResourceAmounts{});
   }
 }
 

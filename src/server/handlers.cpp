@@ -106,7 +106,7 @@ const ExtenderArgs* ExtenderService::gather(Workspace& ws, VerbSummary& summary,
   if (!parts_.cluster) return nullptr;
   // Names mode: the nodes and their usage come from the cache, all looked up at one instant and held
   // for the request.
-  parts_.cluster->lookup(args.node_names, ws.cached_nodes, ws.cached_usage);
+  parts_.cluster->lookup(args.node_names, ws.cached_nodes, ws.cached_usage, &ws.lookup_memo);
   ws.inputs.reserve(args.node_names.size());
   for (size_t i = 0; i < ws.cached_nodes.size(); ++i) {
     if (!ws.cached_nodes[i]) {
