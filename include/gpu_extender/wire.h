@@ -79,6 +79,10 @@ struct PreemptionArgs {
   std::vector<PreemptionCandidate> candidates;
 };
 
+// The most nodes one ExtenderArgs may name (Nodes.items or NodeNames): four times the largest
+// cluster Kubernetes supports, so that per-node state stays bounded whatever the body holds.
+inline constexpr size_t kMaxNodesPerRequest = 20000;
+
 // ExtenderBindingArgs: the body of /bind.
 struct BindingArgs {
   std::string pod_name;

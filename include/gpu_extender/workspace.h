@@ -47,6 +47,7 @@ class WorkspacePool {
     mutable std::mutex mutex;
     std::vector<std::unique_ptr<Workspace>> idle;
     size_t max_idle = 0;
+    bool large_idle = false;  // one idle workspace holds buffers of a very large request
   };
   std::shared_ptr<State> state_;
 };

@@ -222,8 +222,16 @@ void HttpService::install_verb_routes(httplib::Server& svr) {
       // Read the body into a buffer with room for the parser's padding, so it is parsed in place.
       const size_t declared = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
       if (declared <= options_.max_body_bytes) body.reserve(declared + kJsonPadding);
+      // The limit is checked here, on the bytes as decoded: cpp-httplib checks Content-Length only, so
+      // a chunked body or a gzip one (inflated before it reaches us) would otherwise pass any size.
+      bool over_limit = false;
       const bool complete = read_content([&](const char* data, size_t length) {
-        if (body.capacity() < body.size() + length + kJsonPadding) body.reserve((body.size() + length) * 2 + kJsonPadding);
+        if (body.size() + length > options_.max_body_bytes) {
+          over_limit = true;
+          return false;
+        }
+        if (body.capacity() < body.size() + length + kJsonPadding)
+          body.reserve(std::min((body.size() + length) * 2, options_.max_body_bytes) + kJsonPadding);
         body.append(data, length);
         return true;
       });
@@ -233,7 +241,7 @@ void HttpService::install_verb_routes(httplib::Server& svr) {
       int status = 200;
       if (!complete) {
         // cpp-httplib stops reading past --max-body-bytes (and marks 413), or when the client goes away.
-        const bool too_large = res.status == 413 || declared > options_.max_body_bytes;
+        const bool too_large = over_limit || res.status == 413 || declared > options_.max_body_bytes;
         status = too_large ? 413 : 400;
         summary.error = too_large ? "request body larger than --max-body-bytes (" +
                                         std::to_string(options_.max_body_bytes) + " bytes)"

@@ -1,6 +1,12 @@
 #include "gpu_extender/workspace.h"
 
+#include <malloc.h>
+
 namespace gpu_extender {
+namespace {
+// Buffers up to this size stay with an idle workspace (a 1,000-node full-mode body is about 11 MB).
+constexpr size_t kKeepBufferBytes = 16UL << 20;
+}  // namespace
 
 WorkspacePool::WorkspacePool(size_t max_idle) : state_(std::make_shared<State>()) { state_->max_idle = max_idle; }
 
@@ -11,6 +17,8 @@ std::shared_ptr<Workspace> WorkspacePool::acquire() {
     if (!state_->idle.empty()) {
       workspace = std::move(state_->idle.back());
       state_->idle.pop_back();
+      if (workspace->body.capacity() > kKeepBufferBytes || workspace->answer.capacity() > kKeepBufferBytes)
+        state_->large_idle = false;
     }
   }
   if (!workspace) workspace = std::make_unique<Workspace>();
@@ -19,8 +27,20 @@ std::shared_ptr<Workspace> WorkspacePool::acquire() {
   // The deleter holds the pool's state, so a lease may outlive the pool object itself.
   return std::shared_ptr<Workspace>(workspace.release(), [state = state_](Workspace* w) {
     std::unique_ptr<Workspace> owned(w);
-    std::lock_guard<std::mutex> lock(state->mutex);
-    if (state->idle.size() < state->max_idle) state->idle.push_back(std::move(owned));
+    // Large buffers: one idle workspace keeps them (a 5,000-node full-mode cluster sends 54 MB for
+    // every pod, and a warm buffer saves its page faults); any other gives its memory back.
+    const bool large = owned->body.capacity() > kKeepBufferBytes || owned->answer.capacity() > kKeepBufferBytes;
+    {
+      std::lock_guard<std::mutex> lock(state->mutex);
+      const bool room = state->idle.size() < state->max_idle;
+      if (room && (!large || !state->large_idle)) {
+        state->large_idle |= large;
+        state->idle.push_back(std::move(owned));
+        return;
+      }
+    }
+    owned.reset();
+    if (large) malloc_trim(0);
   });
 }
 

@@ -13,6 +13,15 @@ namespace {
 
 using namespace wire;
 
+// Kubernetes supports clusters of up to 5,000 nodes. A request naming many more is not a cluster but
+// an attempt on the extender's memory (64 MB of nodes that carry only a name: millions of them, each
+// a NodeView, a verdict and a reason): refused before the per-node state grows.
+void check_node_count(size_t index, std::string_view field) {
+  if (index >= kMaxNodesPerRequest)
+    throw DecodeError(std::string(field), "more than " + std::to_string(kMaxNodesPerRequest) +
+                                              " nodes (Kubernetes supports clusters of up to 5,000)");
+}
+
 // The bytes of the JSON value that starts at `start` and ends just before `next_token` (the ',' or ']'
 // that follows it), without the white space between.
 std::string_view value_bytes(const char* start, const char* next_token) {
@@ -29,6 +38,7 @@ void decode_extender_nodes(od::document& doc, od::value nodes, const ViewSchema&
     if (take_null(items, "Nodes.items")) continue;
     size_t index = 0;
     for (auto item : take(items.get_array(), "Nodes.items", "an array")) {
+      check_node_count(index, "Nodes.items");
       NodeView& node = args.nodes.emplace_back();
       try {
         od::value v = take(item, "", "a node object");
@@ -47,6 +57,7 @@ void decode_extender_nodes(od::document& doc, od::value nodes, const ViewSchema&
 void decode_node_names(od::value names, ExtenderArgs& args) {
   size_t index = 0;
   for (auto item : take(names.get_array(), "NodeNames", "an array of node names")) {
+    check_node_count(index, "NodeNames");
     args.node_names.push_back(take(item.get_string(), "NodeNames[" + std::to_string(index) + "]", "a string"));
     ++index;
   }

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "../unit/test_support.h"
+#include "gpu_extender/wire.h"
 #include "extender_process.h"
 
 using nlohmann::json;
@@ -419,4 +420,42 @@ TEST_CASE("http: control characters in names are escaped in the log") {
   CHECK(log.find("evil\\x0a2026-01-01") != std::string::npos);
   CHECK(log.find("\n2026-01-01T00:00:00.000+00:00 info forged") == std::string::npos);
   CHECK(log.find('\x1b') == std::string::npos);
+}
+
+TEST_CASE("http: --max-body-bytes holds for chunked and gzip bodies, as decoded") {
+  ExtenderProcess p({"--max-body-bytes", "4096"});
+  // 100 KB of JSON white space and a body: chunked, no Content-Length to check up front.
+  const std::string big = std::string(100000, ' ') + test_support::sample("filter-gpu-full.json");
+  std::string chunked = "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                        "Transfer-Encoding: chunked\r\n\r\n";
+  for (size_t at = 0; at < big.size(); at += 8192) {
+    const std::string part = big.substr(at, 8192);
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx\r\n", part.size());
+    chunked += size + part + "\r\n";
+  }
+  chunked += "0\r\n\r\n";
+  std::string answer = raw_exchange(p.port(), chunked);
+  CHECK(answer.rfind("HTTP/1.1 413", 0) == 0);
+  // The same bytes gzip-compressed are a few hundred bytes on the wire; inflated they are not.
+  httplib::Client client("127.0.0.1", p.port());
+  client.set_compress(true);
+  auto res = client.Post("/filter", big, "application/json");
+  REQUIRE(res);
+  CHECK(res->status == 413);
+  // Small enough: served.
+  res = post(p, "/filter", test_support::sample("filter-gpu-full.json").substr(0, 4000) + "}");
+  REQUIRE(res);
+  CHECK(res->status != 413);
+}
+
+TEST_CASE("http: more nodes than any cluster has is a 400 that says so") {
+  ExtenderProcess p;
+  std::string names = "[";
+  for (size_t i = 0; i <= gpu_extender::kMaxNodesPerRequest; ++i) names += (i ? ",\"n" : "\"n") + std::to_string(i) + "\"";
+  names += "]";
+  auto res = post(p, "/filter", R"({"Pod":{"metadata":{"name":"p"}},"NodeNames":)" + names + "}");
+  REQUIRE(res);
+  CHECK(res->status == 400);
+  CHECK(json::parse(res->body)["Error"].get<std::string>().rfind("NodeNames: more than 20000 nodes", 0) == 0);
 }
