@@ -237,13 +237,16 @@ ApiResponse ApiClient::post(const std::string& path, const std::string& json, st
 ApiResponse ApiClient::watch(const std::string& path, const std::function<bool(std::string_view)>& on_line,
                              std::chrono::milliseconds idle_timeout) const {
   ApiResponse out;
-  if (cancelled_) {
-    out.error = "cancelled";
-    return out;
-  }
   auto client = connect(idle_timeout);
   {
+    // Checked and registered under the lock cancel() takes: a watch starting while the process stops
+    // either sees the cancellation here or is in the list cancel() stops, never neither (it would
+    // hold shutdown until its idle timeout, minutes).
     std::lock_guard<std::mutex> lock(watches_mutex_);
+    if (cancelled_) {
+      out.error = "cancelled";
+      return out;
+    }
     watches_.push_back(client.get());
   }
   std::string pending;
@@ -280,8 +283,8 @@ ApiResponse ApiClient::watch(const std::string& path, const std::function<bool(s
 }
 
 void ApiClient::cancel() {
-  cancelled_ = true;
   std::lock_guard<std::mutex> lock(watches_mutex_);
+  cancelled_ = true;
   for (httplib::ClientImpl* client : watches_) client->stop();
 }
 

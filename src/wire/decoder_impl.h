@@ -12,6 +12,7 @@ struct WireDecoder::Impl {
   ExtenderArgs args;
   PreemptionArgs preemption;
   wire::PodScratch pod_scratch;
+  simdjson::dom::parser validator;  // full validation of echoed nodes (check_node_json)
 
   // Starts parsing `body` in place when its capacity has room for the padding, else from a copy.
   simdjson::simdjson_result<wire::od::document> iterate(const std::string& body) {

@@ -65,6 +65,14 @@ void decode_node_names(od::value names, ExtenderArgs& args) {
 
 }  // namespace
 
+std::string WireDecoder::check_node_json(std::string_view node_bytes) {
+  // The bytes lie inside a body read with kJsonPadding spare bytes after it (or inside the decoder's
+  // padded copy), so simdjson may read past their end without copying them.
+  auto result = impl_->validator.parse(node_bytes.data(), node_bytes.size(), false);
+  if (result.error()) return simdjson::error_message(result.error());
+  return "";
+}
+
 const ExtenderArgs& WireDecoder::decode_extender_args(const std::string& body, const ViewSchema& schema) {
   ExtenderArgs& args = impl_->args;
   args.pod = PodRequest{};

@@ -459,3 +459,19 @@ TEST_CASE("http: more nodes than any cluster has is a 400 that says so") {
   CHECK(res->status == 400);
   CHECK(json::parse(res->body)["Error"].get<std::string>().rfind("NodeNames: more than 20000 nodes", 0) == 0);
 }
+
+TEST_CASE("http: invalid JSON inside a node the filter would echo is a 400, never an answer that is not JSON") {
+  ExtenderProcess p;
+  const std::string body = test_support::sample("filter-gpu-full.json");
+  // a100-8g passes the filter; break a field of it that the policy never reads.
+  const size_t node = body.find("\"name\":\"a100-8g\"");
+  REQUIRE(node != std::string::npos);
+  std::string broken = body;
+  broken.insert(node, "\"unread\":[1,,2],");
+  auto res = post(p, "/filter", broken);
+  REQUIRE(res);
+  CHECK(res->status == 400);
+  const std::string error = json::parse(res->body)["Error"];
+  CHECK(error.rfind("Nodes.items[", 0) == 0);
+  CHECK(error.find("not valid JSON") != std::string::npos);
+}
