@@ -28,11 +28,7 @@ int main(int argc, char** argv) {
   const int pods = argc > 1 ? std::atoi(argv[1]) : 300;
   test_support::FakeApiServer api;
   api.put_node(test_support::make_node("a100-8", "A100", 8, 100000));
-  char tmpl[] = "/tmp/gpu-extender-bind-bench-XXXXXX";
-  const std::string token_file = std::string(mkdtemp(tmpl)) + "/token";
-  std::ofstream(token_file) << "test-token\n";
-  test_support::ExtenderProcess extender({"--kube-api-server", api.url(), "--kube-token-file", token_file,
-                                          "--kube-ca-file", test_support::TestCertificate::get().cert_file});
+  test_support::ExtenderProcess extender(api.extender_args());
   httplib::Client verbs("127.0.0.1", extender.port());
   verbs.set_keep_alive(true);
   verbs.set_tcp_nodelay(true);
@@ -105,6 +101,5 @@ int main(int argc, char** argv) {
     if (ms != std::string::npos) server_ms.push_back(std::atof(log.c_str() + ms + 4));
   }
   std::printf("  the extender's own time per /bind (request log), p50 %.3f ms\n", bench::percentile(server_ms, 0.5));
-  std::remove(token_file.c_str());
   return 0;
 }

@@ -21,11 +21,7 @@ int main(int argc, char** argv) {
   for (const bool names_mode : {true, false}) {
     test_support::FakeApiServer api;
     for (int i = 0; i < nodes; ++i) api.put_node(test_support::make_node("gpu-" + std::to_string(i), "A100", 8));
-    char tmpl[] = "/tmp/gpu-extender-sched-bench-XXXXXX";
-    const std::string token_file = std::string(mkdtemp(tmpl)) + "/token";
-    std::ofstream(token_file) << "test-token\n";
-    test_support::ExtenderProcess extender({"--kube-api-server", api.url(), "--kube-token-file", token_file,
-                                            "--kube-ca-file", test_support::TestCertificate::get().cert_file});
+    test_support::ExtenderProcess extender(api.extender_args());
     httplib::Client probe("127.0.0.1", extender.port());
     while (true) {
       auto res = probe.Get("/readyz");
@@ -69,7 +65,6 @@ int main(int argc, char** argv) {
     std::printf("  inside the extender (request log): filter p50 %.3f ms (of which waiting for the previous bind "
                 "%.3f ms), prioritize p50 %.3f ms\n",
                 field("filter", " ms="), field("filter", "bind_wait_ms="), field("prioritize", " ms="));
-    std::remove(token_file.c_str());
   }
   return 0;
 }

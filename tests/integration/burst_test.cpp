@@ -20,24 +20,16 @@ namespace {
 
 struct BurstCluster {
   FakeApiServer api;
-  std::string token_file;
   std::unique_ptr<ExtenderProcess> extender;
 
   explicit BurstCluster(const std::vector<json>& nodes) {
-    char tmpl[] = "/tmp/gpu-extender-burst-XXXXXX";
-    token_file = std::string(mkdtemp(tmpl)) + "/token";
-    std::ofstream(token_file) << "test-token\n";
     for (const auto& n : nodes) api.put_node(n);
-    std::vector<std::string> args{"--kube-api-server", api.url(), "--kube-token-file", token_file, "--kube-ca-file",
-                                  test_support::TestCertificate::get().cert_file};
+    std::vector<std::string> args = api.extender_args();
     if (const char* wait = std::getenv("BURST_TEST_BIND_WAIT_MS")) args.insert(args.end(), {"--bind-wait-ms", wait});
     extender = std::make_unique<ExtenderProcess>(args);
     REQUIRE(wait_until([&] { return get("/readyz") == 200; }));
   }
-  ~BurstCluster() {
-    extender.reset();
-    std::remove(token_file.c_str());
-  }
+  ~BurstCluster() { extender.reset(); }
 
   int get(const std::string& path) const {
     httplib::Client client("127.0.0.1", extender->port());

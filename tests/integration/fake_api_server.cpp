@@ -1,6 +1,7 @@
 #include "fake_api_server.h"
 
 #include <cstdlib>
+#include <fstream>
 #include <stdexcept>
 #include <unistd.h>
 
@@ -100,7 +101,18 @@ FakeApiServer::FakeApiServer()
   while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
 }
 
+std::vector<std::string> FakeApiServer::extender_args() {
+  if (token_dir_.empty()) {
+    char tmpl[] = "/tmp/gpu-extender-token-XXXXXX";
+    token_dir_ = mkdtemp(tmpl);
+    std::ofstream(token_dir_ + "/token") << "test-token\n";
+  }
+  return {"--kube-api-server", url(), "--kube-token-file", token_dir_ + "/token", "--kube-ca-file",
+          TestCertificate::get().cert_file};
+}
+
 FakeApiServer::~FakeApiServer() {
+  if (!token_dir_.empty()) std::system(("rm -rf " + token_dir_).c_str());
   stopping_ = true;
   changed_.notify_all();
   server_.stop();

@@ -34,6 +34,10 @@ class FakeApiServer {
   int port() const { return port_; }
   std::string url() const { return "https://127.0.0.1:" + std::to_string(port_); }
 
+  // The flags that point a gpu-extender at this server: its URL, its CA, and a token file holding
+  // "test-token" (written once, removed with the server).
+  std::vector<std::string> extender_args();
+
   // Tokens the server accepts (others get 401).
   void accept_tokens(std::set<std::string> tokens);
 
@@ -83,6 +87,7 @@ class FakeApiServer {
   static json status(int code, const std::string& reason, const std::string& message);
 
   httplib::SSLServer server_;
+  std::string token_dir_;
   std::thread thread_;
   int port_ = 0;
 
