@@ -20,6 +20,14 @@ class Registry;
 
 namespace gpu_extender {
 
+// The HTTP server's connection threads and the burst bind tracker, read at each scrape.
+struct ServerCounts {
+  size_t threads = 0;  // worker threads alive (the pool grows one per open connection)
+  size_t busy = 0;     // serving a connection (a request, or a kept-alive wait for the next)
+  size_t waiting = 0;  // accepted connections waiting for a thread (past --max-threads)
+  BindTracker::Stats binds;
+};
+
 class Metrics {
  public:
   Metrics();
@@ -30,6 +38,8 @@ class Metrics {
   void count_reload(bool ok);
   // Cluster-view gauges and watch counters, read at each scrape.
   void attach_cluster(std::shared_ptr<const ClusterView> view, std::function<std::vector<WatchCounts>()> watches);
+  // Server gauges; `counts` is called at each scrape, from the scraping thread.
+  void attach_server(std::function<ServerCounts()> counts);
 
   std::string render() const;
 

@@ -109,6 +109,16 @@ HttpService::HttpService(std::shared_ptr<const ExtenderService> service, const C
   });
   install_verb_routes(*server_);
   install_probe_routes(*server_);
+  metrics_->attach_server([this] {
+    ServerCounts c;
+    if (const WorkerPool* pool = workers_.load()) {
+      c.threads = pool->threads();
+      c.busy = pool->busy();
+      c.waiting = pool->waiting();
+    }
+    c.binds = service_->bind_tracker_stats();
+    return c;
+  });
   if (options_.metrics_port > 0) {
     // Probes and scraping on a plain-HTTP port of their own, apart from the verbs' (possibly TLS) port.
     metrics_server_ = std::make_unique<httplib::Server>();
@@ -117,7 +127,7 @@ HttpService::HttpService(std::shared_ptr<const ExtenderService> service, const C
   }
 }
 
-HttpService::~HttpService() = default;
+HttpService::~HttpService() { metrics_->attach_server(nullptr); }  // its gauges read this object
 
 // Settings and handlers every listener shares: timeouts, keep-alive, JSON error bodies.
 void HttpService::configure(httplib::Server& svr, int threads, int max_threads, std::atomic<WorkerPool*>* pool) const {

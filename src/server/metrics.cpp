@@ -123,6 +123,7 @@ struct Metrics::Impl {
   };
   std::map<std::string, PerVerb, std::less<>> verbs;
   std::shared_ptr<ClusterCollector> cluster;
+  std::function<ServerCounts()> server;
   std::shared_ptr<ProcessCollector> process = std::make_shared<ProcessCollector>();
 };
 
@@ -133,7 +134,7 @@ Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
                           &impl_->nodes.Add({{"verb", verb}}, kNodeBuckets)};
   }
   for (const char* result : {"success", "failure"}) impl_->reloads.Add({{"result", result}});
-  for (const char* result : {"bound", "failed", "no_api"}) impl_->binds.Add({{"result", result}});
+  for (const char* result : {"bound", "failed", "refused", "no_api"}) impl_->binds.Add({{"result", result}});
   for (const char* outcome : {"kept", "dropped"}) impl_->preemption.Add({{"outcome", outcome}});
   impl_->build.Add({{"version", std::string(version())}, {"commit", std::string(git_commit())}}).Set(1);
 }
@@ -161,6 +162,39 @@ void Metrics::count_reload(bool ok) {
   impl_->reloads.Add({{"result", ok ? "success" : "failure"}}).Increment();
 }
 
+void Metrics::attach_server(std::function<ServerCounts()> counts) { impl_->server = std::move(counts); }
+
+namespace {
+std::vector<MetricFamily> server_families(const ServerCounts& c) {
+  std::vector<MetricFamily> out;
+  auto one = [&](const char* name, const char* help, MetricType type, double value,
+                 std::vector<prometheus::ClientMetric::Label> labels = {}) {
+    prometheus::ClientMetric m;
+    m.label = std::move(labels);
+    if (type == MetricType::Counter) m.counter.value = value;
+    else m.gauge.value = value;
+    if (!out.empty() && out.back().name == name) {
+      out.back().metric.push_back(std::move(m));
+      return;
+    }
+    out.push_back(MetricFamily{name, help, type, {std::move(m)}});
+  };
+  one("gpu_extender_http_threads", "Worker threads of the verb port; the pool grows one per open connection.",
+      MetricType::Gauge, static_cast<double>(c.threads));
+  const char* conn_help = "Connections of the verb port: busy (served by a thread), waiting (past --max-threads).";
+  one("gpu_extender_http_connections", conn_help, MetricType::Gauge, static_cast<double>(c.busy), {{"state", "busy"}});
+  one("gpu_extender_http_connections", conn_help, MetricType::Gauge, static_cast<double>(c.waiting), {{"state", "waiting"}});
+  one("gpu_extender_bind_waits_total", "/filter and /prioritize requests that waited for the /bind of the pod before.",
+      MetricType::Counter, static_cast<double>(c.binds.waits));
+  one("gpu_extender_bind_wait_seconds_total", "Time /filter and /prioritize spent waiting for the previous pod's /bind.",
+      MetricType::Counter, c.binds.waited_seconds);
+  one("gpu_extender_bind_wait_timeouts_total",
+      "Expected /bind requests that did not come within --bind-wait-ms (the pod failed elsewhere).",
+      MetricType::Counter, static_cast<double>(c.binds.timeouts));
+  return out;
+}
+}  // namespace
+
 void Metrics::attach_cluster(std::shared_ptr<const ClusterView> view, std::function<std::vector<WatchCounts>()> watches) {
   impl_->cluster = std::make_shared<ClusterCollector>(std::move(view), std::move(watches));
 }
@@ -170,6 +204,8 @@ std::string Metrics::render() const {
   for (auto& f : impl_->process->Collect()) families.push_back(std::move(f));
   if (impl_->cluster)
     for (auto& f : impl_->cluster->Collect()) families.push_back(std::move(f));
+  if (impl_->server)
+    for (auto& f : server_families(impl_->server())) families.push_back(std::move(f));
   return prometheus::TextSerializer().Serialize(families);
 }
 

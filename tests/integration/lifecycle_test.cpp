@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "../unit/test_support.h"
@@ -143,10 +144,28 @@ TEST_CASE("lifecycle: the policy reloads when its ConfigMap file changes, a bad 
   std::system(("rm -rf " + dir).c_str());
 }
 
+namespace {
+// The verb port's connection gauges, read from --metrics-port (which has threads of its own).
+double connections(int metrics_port, const char* state) {
+  return test_support::value_of(test_support::scrape(metrics_port),
+                                std::string("gpu_extender_http_connections{state=\"") + state + "\"}");
+}
+bool wait_for(const std::function<bool()>& condition) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!condition() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return condition();
+}
+int metrics_port_for_test(int offset) { return 20000 + static_cast<int>(getpid() % 20000) + offset; }
+}  // namespace
+
 TEST_CASE("bounds: a stalled half request is cut off and frees its worker") {
-  ExtenderProcess p({"--threads", "1", "--read-timeout-seconds", "1"});
+  const int metrics_port = metrics_port_for_test(1);
+  ExtenderProcess p({"--threads", "1", "--max-threads", "1", "--read-timeout-seconds", "1", "--metrics-port",
+                     std::to_string(metrics_port)});
   SlowRequest stalled(p.port(), test_support::sample("filter-gpu-full.json"));  // half sent, then silence
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  REQUIRE(wait_for([&] { return connections(metrics_port, "busy") == 1; }));   // it holds the only worker...
+  REQUIRE(wait_for([&] { return connections(metrics_port, "busy") == 0; }));   // ...until the read timeout
   httplib::Client client("127.0.0.1", p.port());
   client.set_read_timeout(std::chrono::seconds(3));
   auto res = client.Get("/healthz");
@@ -155,12 +174,14 @@ TEST_CASE("bounds: a stalled half request is cut off and frees its worker") {
 }
 
 TEST_CASE("bounds: past the connection queue, requests get 503 with Retry-After") {
-  ExtenderProcess p({"--threads", "1", "--max-threads", "1", "--max-queued-connections", "0", "--read-timeout-seconds", "5"});
+  const int metrics_port = metrics_port_for_test(2);
+  ExtenderProcess p({"--threads", "1", "--max-threads", "1", "--max-queued-connections", "0", "--read-timeout-seconds",
+                     "5", "--metrics-port", std::to_string(metrics_port)});
   const std::string body = test_support::sample("filter-gpu-full.json");
   SlowRequest holder(p.port(), body);  // holds the only worker
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  REQUIRE(wait_for([&] { return connections(metrics_port, "busy") == 1; }));
   SlowRequest second(p.port(), body), third(p.port(), body);  // both wait for the worker
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  REQUIRE(wait_for([&] { return connections(metrics_port, "waiting") == 2; }));
   CHECK(holder.finish() == "HTTP/1.1 200 OK");
   // The next in line reaches the worker with another still waiting: shed.
   const std::string a = second.finish(), b = third.finish();
