@@ -66,8 +66,7 @@ void Reflector::run() {
           backoff = options_.min_backoff;
           continue;
         case WatchEnd::kFailed:
-          ok = false;
-          break;
+          break;  // counted and backed off below
       }
     }
     if (stopping_) break;
