@@ -207,3 +207,19 @@ TEST_CASE("decode: a body without spare capacity is copied and still decoded") {
   WireDecoder decoder;
   CHECK(decoder.decode_extender_args(body, schema()).node_names.size() == 3);
 }
+
+TEST_CASE("decode: node names are read in place, and escaped ones are unescaped") {
+  const std::string text = R"({"Pod":{"metadata":{"name":"p"}},"NodeNames":["node-a" , "n\u006fde-b","nöde-c"]})";
+  std::string body;
+  body.reserve(text.size() + kJsonPadding);  // room for the padding: parsed in place, as the server does
+  body.append(text);
+  WireDecoder decoder;
+  const ExtenderArgs& args = decoder.decode_extender_args(body, schema());
+  REQUIRE(args.node_names.size() == 3);
+  CHECK(args.node_names[0] == "node-a");
+  CHECK(args.node_names[0].data() > body.data());  // a view into the body itself
+  CHECK(args.node_names[0].data() < body.data() + body.size());
+  CHECK(args.node_names[1] == "node-b");
+  CHECK(args.node_names[2] == "nöde-c");
+  CHECK(decode_error_of(R"({"Pod":{},"NodeNames":["a",7]})") == "NodeNames[1]: expected a string");
+}
