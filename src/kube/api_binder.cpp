@@ -89,7 +89,10 @@ std::string ApiBinder::bind(const BindingArgs& args) {
         try {
           const PodRequest existing = decoder.decode_pod_object(current.body, schema_);
           // Success only if it is this very pod (not one re-created under the same name) on this node.
-          if (existing.node_name == args.node && existing.uid == args.pod_uid) return "";
+          if (existing.uid != args.pod_uid)
+            return "cannot bind pod " + pod + ": it was deleted and re-created (UID " + std::string(existing.uid) +
+                   ", not " + args.pod_uid + ")";
+          if (existing.node_name == args.node) return "";
           if (!existing.node_name.empty())
             return "pod " + pod + " is already bound to node " + std::string(existing.node_name) + ", not " + args.node;
         } catch (const DecodeError&) {

@@ -324,3 +324,29 @@ TEST_CASE("kube: a pod or node that cannot be fully understood still counts, and
   CHECK(test_support::value_of(test_support::scrape(p.port()),
                                R"(gpu_extender_watch_objects_not_understood_total{resource="pods"})") == 2);
 }
+
+TEST_CASE("kube: a 409 is success only for the very pod, already on that node") {
+  Cluster c;
+  ExtenderProcess p(c.args());
+  REQUIRE(eventually([&] { return ready(p); }));
+  // The scheduler filtered the pod; meanwhile it got bound to a100-4 (a retried bind whose first
+  // answer was lost): the API answers 409, and the pod is that pod on that node.
+  json pod = gpu_pod("train", "uid-train", 1);
+  c.api.put_pod(pod);
+  post_json(p, "/filter", c.names_args(pod));
+  pod["spec"]["nodeName"] = "a100-4";
+  c.api.put_pod(pod);
+  CHECK(post_json(p, "/bind", {{"PodName", "train"}, {"PodNamespace", "ml"}, {"PodUID", "uid-train"}, {"Node", "a100-4"}})["Error"] == "");
+  // Re-created under the same name with another UID and bound there: the old UID's bind is not it.
+  json old = gpu_pod("infer", "uid-old", 1);
+  c.api.put_pod(old);
+  post_json(p, "/filter", c.names_args(old));
+  json recreated = gpu_pod("infer", "uid-new", 1);
+  recreated["spec"]["nodeName"] = "a100-4";
+  c.api.put_pod(recreated);
+  const std::string error =
+      post_json(p, "/bind", {{"PodName", "infer"}, {"PodNamespace", "ml"}, {"PodUID", "uid-old"}, {"Node", "a100-4"}})["Error"];
+  INFO(error);
+  CHECK(error.find("cannot bind pod ml/infer") == 0);
+  CHECK(c.api.bindings().empty());  // neither call bound anything
+}
