@@ -18,6 +18,6 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /build/gpu-extender /usr/local/bin/gpu-extender
 USER 65532:65532
-EXPOSE 8888
+EXPOSE 8888 9090
 ENTRYPOINT ["/usr/local/bin/gpu-extender"]
 CMD ["--address=0.0.0.0"]
