@@ -101,11 +101,13 @@ class ClusterView final : public UsageSource, public NodeSource {
     std::shared_ptr<const CachedNode> node;
     ResourceAmounts used;
   };
+  using NodeMap = std::unordered_map<std::string, NodeEntry, StringHash, std::equal_to<>>;
   void add_usage(const std::string& node, const ResourceAmounts& amounts, bool add);
+  void erase_if_unused(NodeMap::iterator it);
   void forget_assumed(std::string_view uid);
 
   mutable std::shared_mutex mutex_;
-  std::unordered_map<std::string, NodeEntry, StringHash, std::equal_to<>> nodes_;
+  NodeMap nodes_;
   size_t node_objects_ = 0;
   std::unordered_map<std::string, PodEntry, StringHash, std::equal_to<>> pods_;  // by uid, bound and running
   std::unordered_map<std::string, Assumed, StringHash, std::equal_to<>> assumed_;  // by uid

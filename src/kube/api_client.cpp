@@ -103,7 +103,8 @@ std::string ApiClient::current_ca_pem() const {
   ca_stamp_ = stamp;
   if (*text != ca_pem_) {
     ca_pem_ = std::move(*text);
-    idle_.clear();  // connections made under the old CA are not reused
+    idle_.clear();  // connections made under the old CA are not reused (nor those in use: see release)
+    ++ca_generation_;
   }
   return ca_pem_;
 }
@@ -168,7 +169,8 @@ std::unique_ptr<httplib::ClientImpl> ApiClient::connect(std::chrono::millisecond
   return client;
 }
 
-std::unique_ptr<httplib::ClientImpl> ApiClient::acquire(std::chrono::milliseconds read_timeout) const {
+std::unique_ptr<httplib::ClientImpl> ApiClient::acquire(std::chrono::milliseconds read_timeout,
+                                                        uint64_t& ca_generation) const {
   std::unique_ptr<httplib::ClientImpl> client;
   {
     std::unique_lock<std::mutex> lock(pool_mutex_);
@@ -180,12 +182,13 @@ std::unique_ptr<httplib::ClientImpl> ApiClient::acquire(std::chrono::millisecond
       idle_.pop_back();
     }
     ++in_use_;
+    ca_generation = ca_generation_;
   }
   if (!client) {
     try {
       client = connect(read_timeout);
     } catch (...) {
-      release(nullptr);
+      release(nullptr, ca_generation);
       throw;
     }
     client->set_keep_alive(true);
@@ -196,11 +199,11 @@ std::unique_ptr<httplib::ClientImpl> ApiClient::acquire(std::chrono::millisecond
   return client;
 }
 
-void ApiClient::release(std::unique_ptr<httplib::ClientImpl> client) const {
+void ApiClient::release(std::unique_ptr<httplib::ClientImpl> client, uint64_t ca_generation) const {
   {
     std::lock_guard<std::mutex> lock(pool_mutex_);
     --in_use_;
-    if (client && idle_.size() < kMaxConnections) idle_.push_back(std::move(client));
+    if (client && ca_generation == ca_generation_ && idle_.size() < kMaxConnections) idle_.push_back(std::move(client));
   }
   pool_freed_.notify_one();
 }
@@ -208,7 +211,8 @@ void ApiClient::release(std::unique_ptr<httplib::ClientImpl> client) const {
 template <typename Call>
 ApiResponse ApiClient::pooled(std::chrono::milliseconds timeout, const Call& call) const {
   ApiResponse out;
-  auto client = acquire(timeout);
+  uint64_t ca_generation = 0;
+  auto client = acquire(timeout, ca_generation);
   if (auto res = call(*client)) {
     out.status = res->status;
     out.body = std::move(res->body);
@@ -218,7 +222,7 @@ ApiResponse ApiClient::pooled(std::chrono::milliseconds timeout, const Call& cal
     out.error = httplib::to_string(res.error());
     client.reset();
   }
-  release(std::move(client));
+  release(std::move(client), ca_generation);
   return out;
 }
 

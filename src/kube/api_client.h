@@ -61,9 +61,11 @@ class ApiClient {
   std::unique_ptr<httplib::ClientImpl> connect(std::chrono::milliseconds read_timeout) const;
   // A kept-alive connection from the pool, or a new one; give it back with release() when the call
   // got an HTTP answer (the connection is sound), drop it otherwise.
-  std::unique_ptr<httplib::ClientImpl> acquire(std::chrono::milliseconds read_timeout) const;
+  // `ca_generation`: the CA it was made under, for release().
+  std::unique_ptr<httplib::ClientImpl> acquire(std::chrono::milliseconds read_timeout, uint64_t& ca_generation) const;
   // `client` null: the connection was dropped (transport error, or the server closes it).
-  void release(std::unique_ptr<httplib::ClientImpl> client) const;
+  // A connection made under a CA replaced meanwhile is dropped too.
+  void release(std::unique_ptr<httplib::ClientImpl> client, uint64_t ca_generation) const;
   // The CA PEM now: the endpoint's, re-read from ca_file when that file changes (empties the pool).
   std::string current_ca_pem() const;
   template <typename Call>
@@ -85,6 +87,7 @@ class ApiClient {
   mutable size_t in_use_ = 0;                                       // borrowed by calls in progress
   mutable std::string ca_pem_;                                      // what connections verify against
   mutable long long ca_stamp_ = -1;
+  mutable uint64_t ca_generation_ = 0;  // bumped when the CA changes
   mutable std::chrono::steady_clock::time_point ca_checked_at_{};
 
   mutable std::mutex watches_mutex_;

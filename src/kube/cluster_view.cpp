@@ -12,16 +12,27 @@ void ClusterView::touch() {
   last_event_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
 }
 
+namespace {
+// An entry with no node object and nothing in use on it: a deleted node whose pods are gone too.
+template <typename Entry>
+bool unused(const Entry& entry) {
+  return !entry.node && entry.used.milli == ResourceAmounts{}.milli;
+}
+}  // namespace
+
+void ClusterView::erase_if_unused(NodeMap::iterator it) {
+  // A churning cluster must not grow the map; lookup memos see the erase through the generation.
+  if (!unused(it->second)) return;
+  nodes_.erase(it);
+  ++generation_;
+}
+
 void ClusterView::add_usage(const std::string& node, const ResourceAmounts& amounts, bool add) {
   auto it = nodes_.try_emplace(node).first;
   ResourceAmounts& used = it->second.used;
   if (add) used.add(amounts);
   else used.subtract(amounts);
-  // The last pod of a deleted node is gone: so is the node's entry (a churning cluster must not grow it).
-  if (!it->second.node && used.milli == ResourceAmounts{}.milli) {
-    nodes_.erase(it);
-    ++generation_;
-  }
+  erase_if_unused(it);  // the last pod of a deleted node is gone
 }
 
 void ClusterView::upsert_node(const NodeView& node) {
@@ -38,11 +49,7 @@ void ClusterView::delete_node(std::string_view name) {
   if (it == nodes_.end() || !it->second.node) return;
   it->second.node.reset();
   --node_objects_;
-  // Pods still bound there keep the entry (their deletion follows); otherwise nothing is left of it.
-  if (it->second.used.milli == ResourceAmounts{}.milli) {
-    nodes_.erase(it);
-    ++generation_;
-  }
+  erase_if_unused(it);  // pods still bound there keep the entry until their deletion follows
 }
 
 void ClusterView::forget_assumed(std::string_view uid) {
@@ -79,10 +86,7 @@ void ClusterView::replace_nodes(const std::vector<std::shared_ptr<const CachedNo
   std::unique_lock lock(mutex_);
   for (auto& [name, entry] : nodes_) entry.node.reset();
   for (const auto& node : nodes) nodes_[std::string(node->view().name)].node = node;
-  if (std::erase_if(nodes_, [](const auto& entry) {
-        return !entry.second.node && entry.second.used.milli == ResourceAmounts{}.milli;  // gone, nothing on it
-      }) > 0)
-    ++generation_;
+  if (std::erase_if(nodes_, [](const auto& entry) { return unused(entry.second); }) > 0) ++generation_;
   node_objects_ = nodes.size();
 }
 
@@ -209,7 +213,9 @@ void ClusterView::lookup(std::span<const std::string_view> names, std::vector<st
   for (size_t i = 0; i < names.size(); ++i) {
     const std::string_view name = names[i];
     const NodeEntry* entry = nullptr;
-    if (memo && i < memo->names.size() && memo->names[i] == name) {
+    // Only hits are remembered: a name unknown last time may have been added since (inserts do not
+    // change the generation).
+    if (memo && i < memo->names.size() && memo->entries[i] && memo->names[i] == name) {
       entry = static_cast<const NodeEntry*>(memo->entries[i]);  // same name, same place as last time
     } else {
       auto it = nodes_.find(name);

@@ -96,10 +96,11 @@ void Reflector::check_understood(const NodeView& node) {
   std::string error;
   if (node.gpu_memory && !parse_mebibytes(*node.gpu_memory, &error)) {
     not_understood("node " + std::string(node.name), "label " + schema_.node_gpu_memory_label + ": " + error);
-  } else if (node.gpu_count && !parse_quantity(*node.gpu_count).milli) {
-    not_understood("node " + std::string(node.name),
-                   "label " + schema_.node_gpu_count_label + ": " + parse_quantity(*node.gpu_count).error);
+    return;
   }
+  if (!node.gpu_count) return;
+  if (const QuantityParse count = parse_quantity(*node.gpu_count); !count.milli)
+    not_understood("node " + std::string(node.name), "label " + schema_.node_gpu_count_label + ": " + count.error);
 }
 
 bool Reflector::list() {

@@ -183,16 +183,16 @@ int ExtenderService::prioritize(Workspace& ws, VerbSummary& summary) const {
   for (size_t i = 0; i < ws.inputs.size(); ++i)
     if (ws.verdicts[i].passed()) ws.scored_inputs.push_back(ws.inputs[i]);
   ws.policy->score(args->pod, ws.scored_inputs, ws.sheet);
-  ws.scores.assign(args->node_names.size(), 0);  // names the cache lacks, and refused nodes, score 0
-  std::vector<int64_t> by_input(ws.inputs.size(), 0);
-  for (size_t i = 0, next = 0; i < ws.inputs.size(); ++i)
-    if (ws.verdicts[i].passed()) by_input[i] = ws.sheet.final[next++];
-  for (size_t i = 0; i < ws.scores.size(); ++i)
-    if (ws.input_index[i] != kNotCached) ws.scores[i] = by_input[ws.input_index[i]];
-  const std::vector<int64_t>* scores = &ws.scores;
-  encode_host_priorities(args->node_names, *scores, ws.answer);
+  // Names the cache lacks, and refused nodes, score 0. Inputs follow the names' order, so the passing
+  // ones come up here in the order they were scored.
+  ws.scores.assign(args->node_names.size(), 0);
+  for (size_t i = 0, next = 0; i < ws.scores.size(); ++i) {
+    const size_t input = ws.input_index[i];
+    if (input != kNotCached && ws.verdicts[input].passed()) ws.scores[i] = ws.sheet.final[next++];
+  }
+  encode_host_priorities(args->node_names, ws.scores, ws.answer);
   summary.nodes_out = args->node_names.size();
-  summary.top_scores = describe_top_scores(*args, *scores);
+  summary.top_scores = describe_top_scores(*args, ws.scores);
   if (!args->node_names.empty()) tracker_.expect_bind(args->pod.uid);
   return 200;
 }
@@ -209,7 +209,8 @@ int ExtenderService::bind(Workspace& ws, VerbSummary& summary) const {
 }
 
 namespace {
-// Why pod `pod` may not be bound by this extender, or "".
+// Why pod `pod` may not be bound to args.node by this extender, or "" (also when it is bound there
+// already: a retried /bind whose first answer was lost).
 std::string bind_refusal(const BindingArgs& args, const PendingPod& pod, const std::vector<std::string>& served) {
   const std::string label = args.pod_namespace + "/" + args.pod_name;
   if (pod.uid != args.pod_uid)
@@ -217,7 +218,8 @@ std::string bind_refusal(const BindingArgs& args, const PendingPod& pod, const s
            " of this request (the pod was deleted and re-created)";
   if (pod.ns != args.pod_namespace || pod.name != args.pod_name)
     return "cannot bind pod " + label + ": PodUID " + args.pod_uid + " belongs to pod " + pod.ns + "/" + pod.name;
-  if (!pod.node_name.empty()) return "cannot bind pod " + label + ": it is already bound to node " + pod.node_name;
+  if (!pod.node_name.empty() && pod.node_name != args.node)
+    return "pod " + label + " is already bound to node " + pod.node_name + ", not " + args.node;
   // The API server defaults an empty schedulerName to default-scheduler.
   const std::string scheduler = pod.scheduler_name.empty() ? "default-scheduler" : pod.scheduler_name;
   if (std::find(served.begin(), served.end(), scheduler) == served.end()) {
@@ -238,36 +240,30 @@ std::string ExtenderService::bind_pod(const BindingArgs& args, VerbSummary& summ
            ": this extender has no Kubernetes API access configured; remove bindVerb from the scheduler's "
            "extender configuration or give the extender API access";
   }
-  if (args.pod_uid.empty() || args.node.empty() || args.pod_name.empty() || args.pod_namespace.empty()) {
-    summary.bind_result = "refused";
-    tracker_.bind_arrived(args.pod_uid);
-    return "cannot bind pod " + label + ": PodUID, PodName, PodNamespace and Node are all required (kube-scheduler "
-           "sends them all; the UID makes sure the pod bound is the pod that was scheduled)";
-  }
-  // Who the pod is: as /filter or /prioritize showed it to this replica, or as the API server has it
-  // (another replica scored it, or this one restarted since).
-  std::optional<PendingPod> pod = parts_.cluster ? parts_.cluster->take_pending(args.pod_uid) : std::nullopt;
   std::string refusal;
-  if (!pod) {
-    Binder::Fetched fetched = parts_.binder->fetch_pod(args.pod_namespace, args.pod_name);
-    pod = std::move(fetched.pod);
-    if (!pod) refusal = fetched.error;
+  std::optional<PendingPod> pod;
+  if (args.pod_uid.empty() || args.node.empty() || args.pod_name.empty() || args.pod_namespace.empty()) {
+    refusal = "cannot bind pod " + label + ": PodUID, PodName, PodNamespace and Node are all required (kube-scheduler "
+              "sends them all; the UID makes sure the pod bound is the pod that was scheduled)";
+  } else {
+    // Who the pod is: as /filter or /prioritize showed it to this replica, or as the API server has it
+    // (another replica scored it, or this one restarted since).
+    if (parts_.cluster) pod = parts_.cluster->take_pending(args.pod_uid);
+    if (!pod) {
+      Binder::Fetched fetched = parts_.binder->fetch_pod(args.pod_namespace, args.pod_name);
+      pod = std::move(fetched.pod);
+      refusal = std::move(fetched.error);
+    }
+    if (pod) refusal = bind_refusal(args, *pod, parts_.scheduler_names);
   }
-  if (pod && refusal.empty() && pod->uid == args.pod_uid && !pod->node_name.empty()) {
-    // Bound already: a retried /bind whose first answer was lost. Same node: done; else say where.
-    tracker_.bind_arrived(args.pod_uid);
-    summary.bind_result = pod->node_name == args.node ? "bound" : "refused";
-    return pod->node_name == args.node
-               ? ""
-               : "pod " + label + " is already bound to node " + pod->node_name + ", not " + args.node;
-  }
-  if (pod && refusal.empty()) refusal = bind_refusal(args, *pod, parts_.scheduler_names);
+  const bool bound_already = refusal.empty() && !pod->node_name.empty();
   // Count the pod on its node before the API call, so that the next pod's /filter and /prioritize
   // (which may be waiting for this very moment) see it; undone if the bind fails.
-  if (refusal.empty() && parts_.cluster) parts_.cluster->assume_pod(args.pod_uid, args.node, pod->requests);
+  if (refusal.empty() && !bound_already && parts_.cluster)
+    parts_.cluster->assume_pod(args.pod_uid, args.node, pod->requests);
   tracker_.bind_arrived(args.pod_uid);
-  if (!refusal.empty()) {
-    summary.bind_result = "refused";
+  if (!refusal.empty() || bound_already) {
+    summary.bind_result = refusal.empty() ? "bound" : "refused";
     return refusal;
   }
   std::string error = parts_.binder->bind(args);

@@ -37,6 +37,13 @@ const YAML::Node* find(const std::vector<YAML::Node>& docs, const std::string& k
   return nullptr;
 }
 
+// Every label a selector's matchLabels asks for is on the Deployment's pods.
+void check_selects(const YAML::Node& match_labels, const YAML::Node& deployment) {
+  for (const auto& kv : match_labels)
+    CHECK(deployment["spec"]["template"]["metadata"]["labels"][kv.first.as<std::string>()].as<std::string>() ==
+          kv.second.as<std::string>());
+}
+
 std::vector<std::string> container_args(const YAML::Node& container) {
   std::vector<std::string> args;
   for (const auto& a : container["args"]) args.push_back(a.as<std::string>());
@@ -148,9 +155,7 @@ TEST_CASE("deploy: the scheduler reaches the extender's Service, with verbs the 
   REQUIRE(scheduler);
   REQUIRE(config_map);
   // The Service selects the extender's pods, on the container's named port.
-  for (const auto& kv : (*service)["spec"]["selector"])
-    CHECK((*extender)["spec"]["template"]["metadata"]["labels"][kv.first.as<std::string>()].as<std::string>() ==
-          kv.second.as<std::string>());
+  check_selects((*service)["spec"]["selector"], *extender);
   CHECK((*service)["spec"]["ports"][0]["targetPort"].as<std::string>() ==
         (*extender)["spec"]["template"]["spec"]["containers"][0]["ports"][0]["name"].as<std::string>());
 
@@ -223,17 +228,13 @@ TEST_CASE("deploy: the NetworkPolicy admits the scheduler to the verbs and monit
   REQUIRE(extender);
   REQUIRE(scheduler);
   // It selects the extender's pods and governs their ingress.
-  for (const auto& kv : (*policy)["spec"]["podSelector"]["matchLabels"])
-    CHECK((*extender)["spec"]["template"]["metadata"]["labels"][kv.first.as<std::string>()].as<std::string>() ==
-          kv.second.as<std::string>());
+  check_selects((*policy)["spec"]["podSelector"]["matchLabels"], *extender);
   CHECK((*policy)["spec"]["policyTypes"][0].as<std::string>() == "Ingress");
   const YAML::Node rules = (*policy)["spec"]["ingress"];
   REQUIRE(rules.size() == 2);
   // The verb port: only pods that carry the scheduler's labels.
   CHECK(rules[0]["ports"][0]["port"].as<std::string>() == "http");
-  for (const auto& kv : rules[0]["from"][0]["podSelector"]["matchLabels"])
-    CHECK((*scheduler)["spec"]["template"]["metadata"]["labels"][kv.first.as<std::string>()].as<std::string>() ==
-          kv.second.as<std::string>());
+  check_selects(rules[0]["from"][0]["podSelector"]["matchLabels"], *scheduler);
   CHECK_FALSE(rules[0]["from"][0]["namespaceSelector"]);  // this namespace only
   // The metrics port: the monitoring namespace; and the ServiceMonitor scrapes that port.
   CHECK(rules[1]["ports"][0]["port"].as<std::string>() == "metrics");
