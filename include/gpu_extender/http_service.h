@@ -7,6 +7,7 @@
 #include <memory>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "gpu_extender/cli_options.h"
 #include "gpu_extender/extender_service.h"
@@ -20,6 +21,8 @@ namespace gpu_extender {
 
 class WorkerPool;
 class TlsCertificates;
+class ConnectionServer;
+enum class RequestProblem;
 
 class HttpService {
  public:
@@ -35,7 +38,8 @@ class HttpService {
   int port() const { return port_; }
 
  private:
-  void configure(httplib::Server& svr, int threads, int max_threads, std::atomic<WorkerPool*>* pool) const;
+  std::pair<int, std::string> problem_answer(RequestProblem problem) const;
+  void configure(ConnectionServer& svr, int threads, int max_threads, std::atomic<WorkerPool*>* pool) const;
   void install_verb_routes(httplib::Server& svr);
   void install_probe_routes(httplib::Server& svr);
 
@@ -43,8 +47,8 @@ class HttpService {
   CliOptions options_;
   std::shared_ptr<Metrics> metrics_;
   std::unique_ptr<TlsCertificates> tls_;  // before server_: its SSL context points at it
-  std::unique_ptr<httplib::Server> server_;
-  std::unique_ptr<httplib::Server> metrics_server_;  // --metrics-port
+  std::unique_ptr<ConnectionServer> server_;
+  std::unique_ptr<ConnectionServer> metrics_server_;  // --metrics-port
   std::atomic<WorkerPool*> workers_{nullptr};         // the verb server's workers (owned by it)
   mutable std::map<const httplib::Server*, int> listening_sockets_;  // to raise their listen backlog
   int port_ = 0;

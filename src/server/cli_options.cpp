@@ -46,6 +46,11 @@ Flags:
                          (default 256); connections beyond wait in the queue
   --read-timeout-seconds N  a client silent this long in the middle of a request is cut off,
                          freeing its worker (default 10)
+  --header-timeout-seconds N  a request's line and headers (and a TLS handshake) must arrive
+                         within N s of its first byte, else 408 (default 10)
+  --request-timeout-seconds N  a whole request must arrive within N s of its first byte, however
+                         steadily it trickles, else 408 (default 60)
+  --max-header-bytes N   request line and headers together, else 431 (default 65536)
   --max-queued-connections N  connections allowed to wait for a worker; a request that finds more
                          waiting is answered 503 with Retry-After (default 64)
   --kubeconfig FILE      Kubernetes API from a kubeconfig (current-context); in a pod the
@@ -107,6 +112,10 @@ CliParse parse_cli(const std::vector<std::string>& args) {
          return true;
        }},
       {"--read-timeout-seconds", [&](const std::string& v) { return parse_number(v, o.read_timeout_seconds, 1, 600); }},
+      {"--header-timeout-seconds", [&](const std::string& v) { return parse_number(v, o.header_timeout_seconds, 1, 600); }},
+      {"--request-timeout-seconds", [&](const std::string& v) { return parse_number(v, o.request_timeout_seconds, 1, 3600); }},
+      {"--max-header-bytes",
+       [&](const std::string& v) { return parse_number<size_t>(v, o.max_header_bytes, 1024, size_t{1} << 24); }},
       {"--max-queued-connections", [&](const std::string& v) { return parse_number(v, o.max_queued_connections, 0, 100000); }},
       {"--kubeconfig", [&](const std::string& v) { o.kubeconfig = v; return !v.empty(); }},
       {"--kube-api-server", [&](const std::string& v) { o.kube_api_server = v; return !v.empty(); }},

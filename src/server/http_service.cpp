@@ -14,6 +14,7 @@
 #include "gpu_extender/wire.h"
 #include "gpu_extender/wire_encode.h"
 #include "gpu_extender/metrics.h"
+#include "connection_server.h"
 #include "tls_certificates.h"
 #include "worker_pool.h"
 
@@ -65,14 +66,24 @@ int worker_threads(int requested) {
 }  // namespace
 
 namespace {
-std::unique_ptr<httplib::Server> make_server(const CliOptions& o, std::unique_ptr<TlsCertificates>& tls) {
-  if (o.tls_cert_file.empty()) return std::make_unique<httplib::Server>();
+ConnectionLimits connection_limits(const CliOptions& o) {
+  ConnectionLimits limits;
+  limits.read_timeout = std::chrono::seconds(o.read_timeout_seconds);
+  limits.header_deadline = std::chrono::seconds(o.header_timeout_seconds);
+  limits.request_deadline = std::chrono::seconds(o.request_timeout_seconds);
+  limits.max_header_bytes = o.max_header_bytes;
+  return limits;
+}
+
+std::unique_ptr<ConnectionServer> make_server(const CliOptions& o, std::unique_ptr<TlsCertificates>& tls) {
+  if (o.tls_cert_file.empty()) return std::make_unique<ConnectionServer>(connection_limits(o), nullptr);
   tls = std::make_unique<TlsCertificates>(o.tls_cert_file, o.tls_key_file, o.tls_client_ca_file);
-  TlsCertificates* certificates = tls.get();
-  auto server = std::make_unique<httplib::SSLServer>([certificates](SSL_CTX& ctx) { return certificates->configure(ctx); });
-  if (!server->is_valid())
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  if (ctx == nullptr || !tls->configure(*ctx)) {
+    SSL_CTX_free(ctx);
     throw std::runtime_error("cannot serve HTTPS: --tls-client-ca-file " + o.tls_client_ca_file + " could not be loaded");
-  return server;
+  }
+  return std::make_unique<ConnectionServer>(connection_limits(o), ctx);
 }
 }  // namespace
 
@@ -84,6 +95,7 @@ HttpService::HttpService(std::shared_ptr<const ExtenderService> service, const C
   // is answered 503 with Retry-After at once, so the queue drains instead of growing without bound.
   // While any wait, answers ask the client to close, so one kept-alive client cannot hold a worker.
   server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    ConnectionServer::headers_complete();
     if (std::string framing = framing_problem(req); !framing.empty()) {
       // Two readings of where the body ends is how requests are smuggled past proxies: refuse, close.
       res.set_header("Connection", "close");
@@ -121,26 +133,41 @@ HttpService::HttpService(std::shared_ptr<const ExtenderService> service, const C
   });
   if (options_.metrics_port > 0) {
     // Probes and scraping on a plain-HTTP port of their own, apart from the verbs' (possibly TLS) port.
-    metrics_server_ = std::make_unique<httplib::Server>();
+    metrics_server_ = std::make_unique<ConnectionServer>(connection_limits(options_), nullptr);
     configure(*metrics_server_, 2, 32, nullptr);  // kept-alive scrapes and probes each hold a thread
+    metrics_server_->set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+      ConnectionServer::headers_complete();
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
     install_probe_routes(*metrics_server_);
   }
 }
 
 HttpService::~HttpService() { metrics_->attach_server(nullptr); }  // its gauges read this object
 
+// The answer to a request the connection cut off: too slow, or headers too large.
+std::pair<int, std::string> HttpService::problem_answer(RequestProblem problem) const {
+  std::string body;
+  if (problem == RequestProblem::kHeadersTooLarge) {
+    encode_error_object("request headers larger than --max-header-bytes (" + std::to_string(options_.max_header_bytes) + " bytes)", body);
+    return {431, body};
+  }
+  encode_error_object("request headers not received within --header-timeout-seconds (" +
+                          std::to_string(options_.header_timeout_seconds) + " s)",
+                      body);
+  return {408, body};
+}
+
 // Settings and handlers every listener shares: timeouts, keep-alive, JSON error bodies.
-void HttpService::configure(httplib::Server& svr, int threads, int max_threads, std::atomic<WorkerPool*>* pool) const {
+void HttpService::configure(ConnectionServer& svr, int threads, int max_threads, std::atomic<WorkerPool*>* pool) const {
   svr.new_task_queue = [threads, max_threads, pool] {
     auto* workers = new WorkerPool(static_cast<size_t>(threads), static_cast<size_t>(max_threads));
     if (pool) pool->store(workers);
     return workers;
   };
   svr.set_payload_max_length(options_.max_body_bytes);
-  svr.set_read_timeout(std::chrono::seconds(options_.read_timeout_seconds));
-  svr.set_write_timeout(std::chrono::seconds(10));
-  svr.set_keep_alive_timeout(30);
-  svr.set_keep_alive_max_count(10000);  // the scheduler reuses its connection for every pod
+  // Timeouts, keep-alive and header limits: see ConnectionServer.
+  svr.set_problem_answer([this](RequestProblem problem) { return problem_answer(problem); });
   // Headers and body go out in separate writes; with Nagle on, a small answer waits for the client's
   // delayed ACK: 40 ms added to every small /prioritize and /bind.
   svr.set_tcp_nodelay(true);
@@ -153,6 +180,14 @@ void HttpService::configure(httplib::Server& svr, int threads, int max_threads, 
   });
   svr.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    // cpp-httplib answers 400 to a request whose headers it could not read; say why when we know.
+    if (const RequestProblem problem = ConnectionServer::current_problem(); res.status == 400 && problem != RequestProblem::kNone) {
+      const auto [status, body] = problem_answer(problem);
+      res.status = status;
+      res.set_header("Connection", "close");
+      res.set_content(body, kJson);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (res.status == 404) {
       send_error(res, 404, "no such path " + req.path +
                                " (serving /filter, /prioritize, /bind, /preempt, /explain, /healthz, /readyz, /version, /metrics)");
@@ -252,10 +287,14 @@ void HttpService::install_verb_routes(httplib::Server& svr) {
       if (!complete) {
         // cpp-httplib stops reading past --max-body-bytes (and marks 413), or when the client goes away.
         const bool too_large = over_limit || res.status == 413 || declared > options_.max_body_bytes;
-        status = too_large ? 413 : 400;
+        const bool too_slow = ConnectionServer::current_problem() == RequestProblem::kTimedOut;
+        status = too_large ? 413 : too_slow ? 408 : 400;
         summary.error = too_large ? "request body larger than --max-body-bytes (" +
                                         std::to_string(options_.max_body_bytes) + " bytes)"
-                                  : "request body could not be read completely";
+                        : too_slow ? "request not received within --request-timeout-seconds (" +
+                                         std::to_string(options_.request_timeout_seconds) + " s)"
+                                   : "request body could not be read completely";
+        res.set_header("Connection", "close");
         encode_error_object(summary.error, ws->answer);
       } else if (body.empty()) {
         status = 400;

@@ -2,6 +2,7 @@
 // generated 100-node clusters, and every kind of bad input.
 #include <arpa/inet.h>
 #include <httplib.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <catch2/catch.hpp>
@@ -11,9 +12,11 @@
 #include "../unit/test_support.h"
 #include "gpu_extender/wire.h"
 #include "extender_process.h"
+#include "raw_connection.h"
 
 using nlohmann::json;
 using test_support::ExtenderProcess;
+using test_support::RawConnection;
 
 namespace {
 
@@ -372,23 +375,68 @@ namespace {
 // Sends `request` as it is on a new connection and returns everything the server answers until it
 // closes (the request asks it to).
 std::string raw_exchange(int port, const std::string& request) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  timeval timeout{5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
-  std::string answer;
-  char buf[4096];
-  ssize_t n;
-  while ((n = recv(fd, buf, sizeof buf, 0)) > 0) answer.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return answer;
+  RawConnection connection(port);
+  REQUIRE(connection.send_all(request));
+  return connection.read_until_close();
+}
+
+size_t count_of(const std::string& text, const std::string& part) {
+  size_t count = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) ++count;
+  return count;
 }
 }  // namespace
+
+TEST_CASE("http: pipelined requests are all answered, in order") {
+  ExtenderProcess p;
+  const std::string body = test_support::sample("filter-gpu-full.json");
+  const std::string request = "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+                              std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string last = "GET /version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  // Three requests in one write: the server reads ahead into the second and third while on the first.
+  const std::string answer = raw_exchange(p.port(), request + request + last);
+  CHECK(count_of(answer, "HTTP/1.1 200 OK\r\n") == 3);
+  CHECK(count_of(answer, "\"NodeNames\":[\"a100-8g\",\"a100-2g\",\"a100-80g-4g\"]") == 2);
+  CHECK(answer.find("\"version\"") > answer.rfind("NodeNames"));
+}
+
+TEST_CASE("http: the header section is bounded in bytes, whatever the count") {
+  ExtenderProcess p({"--max-header-bytes", "16384"});
+  std::string headers;
+  for (int i = 0; i < 2000; ++i) headers += "X-Filler-" + std::to_string(i) + ": " + std::string(40, 'x') + "\r\n";
+  RawConnection connection(p.port());
+  connection.send_all("GET /healthz HTTP/1.1\r\nHost: x\r\n" + headers + "\r\n");  // ~110 KB
+  const std::string answer = connection.read_until_close();
+  CHECK(answer.rfind("HTTP/1.1 431", 0) == 0);
+  CHECK(answer.find("--max-header-bytes (16384 bytes)") != std::string::npos);
+  // Under the limit, the same kind of request is served.
+  CHECK(raw_exchange(p.port(), "GET /healthz HTTP/1.1\r\nHost: x\r\n" + headers.substr(0, 8000) +
+                                   "Connection: close\r\n\r\n")
+            .rfind("HTTP/1.1 200", 0) == 0);
+}
+
+TEST_CASE("http: a request trickled a byte at a time is cut off at its deadline (slowloris)") {
+  // One byte every 200 ms never trips the 10 s read timeout; the deadlines from the first byte do.
+  ExtenderProcess p({"--header-timeout-seconds", "1", "--request-timeout-seconds", "2"});
+  SECTION("headers") {
+    RawConnection connection(p.port());
+    connection.trickle("POST /filter HTTP/1.1\r\nHost: x\r\nX-Slow: " + std::string(100, 'x'),
+                       std::chrono::milliseconds(200));
+    const std::string answer = connection.read_until_close();
+    CHECK(answer.rfind("HTTP/1.1 408", 0) == 0);
+    CHECK(answer.find("--header-timeout-seconds (1 s)") != std::string::npos);
+  }
+  SECTION("body") {
+    RawConnection connection(p.port());
+    const std::string body = test_support::sample("filter-gpu-full.json");
+    connection.send_all("POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+                        std::to_string(body.size()) + "\r\n\r\n");
+    connection.trickle(body, std::chrono::milliseconds(200));
+    const std::string answer = connection.read_until_close();
+    CHECK(answer.rfind("HTTP/1.1 408", 0) == 0);
+    CHECK(answer.find("--request-timeout-seconds (2 s)") != std::string::npos);
+  }
+}
 
 TEST_CASE("http: ambiguous framing is a 400, Range is ignored on POST") {
   ExtenderProcess p;

@@ -11,6 +11,7 @@
 
 #include "../unit/test_support.h"
 #include "extender_process.h"
+#include "raw_connection.h"
 #include "metrics_support.h"
 
 using nlohmann::json;
@@ -28,39 +29,21 @@ int status_of(int port, const char* path) {
 // A raw connection that sends a request in two parts, to hold a request in flight.
 class SlowRequest {
  public:
-  SlowRequest(int port, const std::string& body) : body_(body) {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-    REQUIRE(connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  SlowRequest(int port, const std::string& body) : connection_(port), body_(body) {
     const std::string head = "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
                              std::to_string(body_.size()) + "\r\nConnection: close\r\n\r\n";
-    send_all(head + body_.substr(0, body_.size() / 2));
+    REQUIRE(connection_.send_all(head + body_.substr(0, body_.size() / 2)));
   }
-  ~SlowRequest() { close(fd_); }
   // Sends the rest and returns the answer's status line.
   std::string finish() {
-    send_all(body_.substr(body_.size() / 2));
-    std::string answer;
-    char buf[4096];
-    ssize_t n;
-    while ((n = recv(fd_, buf, sizeof buf, 0)) > 0) answer.append(buf, static_cast<size_t>(n));
+    REQUIRE(connection_.send_all(body_.substr(body_.size() / 2)));
+    const std::string answer = connection_.read_until_close();
     return answer.substr(0, answer.find("\r\n"));
   }
 
  private:
-  void send_all(const std::string& data) {
-    size_t sent = 0;
-    while (sent < data.size()) {
-      const ssize_t n = send(fd_, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
-      REQUIRE(n > 0);
-      sent += static_cast<size_t>(n);
-    }
-  }
+  test_support::RawConnection connection_;
   std::string body_;
-  int fd_ = -1;
 };
 
 std::string temp_dir() {

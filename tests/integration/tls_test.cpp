@@ -5,6 +5,7 @@
 
 #include "extender_process.h"
 #include "fake_api_server.h"
+#include "raw_connection.h"
 
 using test_support::ExtenderProcess;
 using test_support::TestCertificate;
@@ -99,4 +100,20 @@ TEST_CASE("tls: protocols older than TLS 1.2 are refused") {
   CHECK(handshake("tls1_2"));
   CHECK_FALSE(handshake("tls1_1"));
   CHECK_FALSE(handshake("tls1"));
+}
+
+TEST_CASE("tls: a handshake trickled a byte at a time is cut off at the header deadline") {
+  const auto& cert = TestCertificate::get();
+  ExtenderProcess p({"--tls-cert-file", cert.cert_file, "--tls-key-file", cert.key_file, "--header-timeout-seconds", "1"});
+  // The start of a ClientHello, then padding: 100 bytes at 200 ms each would take 20 s; the 10 s read
+  // timeout never trips, so only the deadline can end it.
+  test_support::RawConnection connection(p.port());
+  const std::string hello = std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11) + std::string(89, '\0');
+  CHECK(connection.trickle(hello, std::chrono::milliseconds(200)));  // the server closed before the end
+  // And a real client is still served.
+  httplib::SSLClient tls("127.0.0.1", p.port());
+  tls.set_ca_cert_path(cert.cert_file.c_str());
+  auto res = tls.Get("/healthz");
+  REQUIRE(res);
+  CHECK(res->status == 200);
 }

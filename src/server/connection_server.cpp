@@ -1,0 +1,287 @@
+#include "connection_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+
+namespace gpu_extender {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One connection's stream, alive across all of its requests (see the header for why).
+class ConnectionStream final : public httplib::Stream {
+ public:
+  ConnectionStream(int fd, SSL* ssl, const ConnectionLimits& limits) : fd_(fd), ssl_(ssl), limits_(limits) {}
+
+  // Waits up to the keep-alive time (or until `stopping`) for a request's first byte, then starts
+  // its clocks. False: nothing came, or the client closed.
+  template <class Stopping>
+  bool await_request(Stopping stopping) {
+    in_request_ = false;
+    const auto idle_until = Clock::now() + limits_.keep_alive;
+    while (!has_buffered()) {
+      if (stopping()) return false;
+      const auto left = idle_until - Clock::now();
+      if (left <= Clock::duration::zero()) return false;
+      // Wake now and then to notice a server stop; an idle connection costs a few wake-ups a second.
+      const int wait_ms = static_cast<int>(
+          std::min<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(left).count() + 1, 250));
+      const int ready = poll_fd(POLLIN, wait_ms);
+      if (ready < 0) return false;
+      if (ready > 0) {
+        if (fill() <= 0) return false;
+      }
+    }
+    const auto now = Clock::now();
+    problem_ = RequestProblem::kNone;
+    in_request_ = true;
+    in_headers_ = true;
+    header_bytes_ = 0;
+    header_until_ = now + limits_.header_deadline;
+    request_until_ = now + limits_.request_deadline;
+    answer_until_.reset();
+    return true;
+  }
+
+  void headers_complete() { in_headers_ = false; }
+  bool answered() const { return answer_until_.has_value(); }  // a byte of the answer was written
+  RequestProblem problem() const { return problem_; }
+
+  bool is_readable() const override { return has_buffered() || poll_fd(POLLIN, 0) > 0; }
+
+  bool is_writable() const override {
+    return poll_fd(POLLOUT, wait_ms(limits_.write_timeout, answer_until_.value_or(Clock::now() + limits_.answer_deadline))) > 0;
+  }
+
+  ssize_t read(char* out, size_t size) override {
+    if (in_headers_ && header_bytes_ + size > limits_.max_header_bytes) {
+      // cpp-httplib reads headers a byte at a time: this triggers on the first byte past the limit.
+      problem_ = RequestProblem::kHeadersTooLarge;
+      return -1;
+    }
+    if (!has_buffered() && fill() <= 0) return -1;
+    size_t n = std::min(size, buffered_end_ - buffered_begin_);
+    if (ssl_ == nullptr) {
+      std::memcpy(out, buffer_.data() + buffered_begin_, n);
+      buffered_begin_ += n;
+    } else {
+      n = static_cast<size_t>(tls_take(out, size));
+    }
+    if (in_headers_) header_bytes_ += n;
+    return static_cast<ssize_t>(n);
+  }
+
+  ssize_t write(const char* data, size_t size) override {
+    if (!answer_until_) answer_until_ = Clock::now() + limits_.answer_deadline;
+    if (poll_fd(POLLOUT, wait_ms(limits_.write_timeout, *answer_until_)) <= 0) {
+      if (Clock::now() >= *answer_until_) problem_ = RequestProblem::kTimedOut;
+      return -1;
+    }
+    if (ssl_ != nullptr) {
+      const int chunk = static_cast<int>(std::min<size_t>(size, 1 << 30));
+      const int n = SSL_write(ssl_, data, chunk);
+      return n > 0 ? n : -1;
+    }
+    const ssize_t n = ::send(fd_, data, size, MSG_NOSIGNAL);
+    return n >= 0 ? n : -1;
+  }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override { address_of(::getpeername, ip, port); }
+  void get_local_ip_and_port(std::string& ip, int& port) const override { address_of(::getsockname, ip, port); }
+  socket_t socket() const override { return fd_; }
+
+ private:
+  // Plain HTTP reads into buffer_ (kept across requests: a pipelined request's bytes are not lost).
+  // TLS keeps its read-ahead in OpenSSL instead; buffer_ then only marks that a record is pending.
+  bool has_buffered() const {
+    return ssl_ != nullptr ? SSL_pending(ssl_) > 0 || tls_peeked_ : buffered_begin_ < buffered_end_;
+  }
+
+  // Waits (bounded by the read timeout and the request's deadlines) and reads what is there.
+  ssize_t fill() {
+    if (in_request_) {
+      const auto until = in_headers_ ? std::min(header_until_, request_until_) : request_until_;
+      if (Clock::now() >= until) {  // however steadily the bytes come
+        problem_ = RequestProblem::kTimedOut;
+        return -1;
+      }
+      const int ready = poll_fd(POLLIN, wait_ms(limits_.read_timeout, until));
+      if (ready <= 0) {
+        if (Clock::now() >= until) problem_ = RequestProblem::kTimedOut;
+        return -1;
+      }
+    }
+    if (ssl_ != nullptr) {
+      // Make OpenSSL read a record; the bytes stay in it until read() takes them.
+      char probe = 0;
+      const int n = SSL_peek(ssl_, &probe, 1);
+      tls_peeked_ = n > 0;
+      return n > 0 ? n : -1;
+    }
+    buffered_begin_ = 0;
+    ssize_t n = -1;
+    do {
+      n = ::recv(fd_, buffer_.data(), buffer_.size(), 0);
+    } while (n < 0 && errno == EINTR);
+    buffered_end_ = n > 0 ? static_cast<size_t>(n) : 0;
+    return n;
+  }
+
+  ssize_t tls_take(char* out, size_t size) {
+    const int n = SSL_read(ssl_, out, static_cast<int>(std::min<size_t>(size, 1 << 30)));
+    tls_peeked_ = false;
+    return n > 0 ? n : -1;
+  }
+
+  int poll_fd(short events, int timeout_ms) const {
+    pollfd p{fd_, events, 0};
+    int r = 0;
+    do {
+      r = ::poll(&p, 1, timeout_ms);
+    } while (r < 0 && errno == EINTR);
+    if (r > 0 && (p.revents & (POLLERR | POLLNVAL)) != 0 && (p.revents & events) == 0) return -1;
+    return r;
+  }
+
+  // The shorter of the per-read timeout and what is left before `until`, in ms (0 once past it).
+  static int wait_ms(std::chrono::seconds timeout, Clock::time_point until) {
+    // Rounded up: a wait that ends at the deadline ends past it, and is seen as a timeout.
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now());
+    const auto wait = std::min<std::chrono::milliseconds>(timeout, left);
+    return static_cast<int>(std::max<int64_t>(wait.count(), 0));
+  }
+
+  void address_of(int (*name_of)(int, sockaddr*, socklen_t*), std::string& ip, int& port) const {
+    sockaddr_storage addr{};
+    socklen_t length = sizeof addr;
+    ip.clear();
+    port = 0;
+    if (name_of(fd_, reinterpret_cast<sockaddr*>(&addr), &length) != 0) return;
+    std::array<char, NI_MAXHOST> host{};
+    std::array<char, NI_MAXSERV> service{};
+    if (getnameinfo(reinterpret_cast<sockaddr*>(&addr), length, host.data(), host.size(), service.data(),
+                    service.size(), NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
+      ip = host.data();
+      port = std::atoi(service.data());
+    }
+  }
+
+  const int fd_;
+  SSL* const ssl_;
+  const ConnectionLimits& limits_;
+  std::array<char, 16 * 1024> buffer_{};
+  size_t buffered_begin_ = 0, buffered_end_ = 0;
+  bool tls_peeked_ = false;
+  bool in_request_ = false;  // between a request's first byte and its answer; else idle
+  bool in_headers_ = false;
+  size_t header_bytes_ = 0;
+  Clock::time_point header_until_{}, request_until_{};
+  std::optional<Clock::time_point> answer_until_;
+  RequestProblem problem_ = RequestProblem::kNone;
+};
+
+thread_local ConnectionStream* current_stream = nullptr;
+
+// The TLS handshake, with the header deadline: a client trickling its handshake is cut off too.
+bool accept_tls(int fd, SSL* ssl, std::chrono::seconds deadline) {
+  const int flags = fcntl(fd, F_GETFL, 0);
+  fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  const auto until = Clock::now() + deadline;
+  bool ok = false;
+  while (true) {
+    const int r = SSL_accept(ssl);
+    if (r == 1) {
+      ok = true;
+      break;
+    }
+    const int error = SSL_get_error(ssl, r);
+    if (error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE) break;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+    if (left <= 0) break;
+    pollfd p{fd, static_cast<short>(error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), 0};
+    if (::poll(&p, 1, static_cast<int>(left)) <= 0) break;
+  }
+  fcntl(fd, F_SETFL, flags);
+  return ok;
+}
+
+}  // namespace
+
+ConnectionServer::ConnectionServer(ConnectionLimits limits, SSL_CTX* tls) : limits_(limits), tls_(tls) {
+  set_keep_alive_timeout(limits_.keep_alive.count());  // for the Keep-Alive header cpp-httplib writes
+  set_keep_alive_max_count(limits_.max_requests_per_connection);
+}
+
+ConnectionServer::~ConnectionServer() {
+  if (tls_ != nullptr) SSL_CTX_free(tls_);
+}
+
+void ConnectionServer::headers_complete() {
+  if (current_stream != nullptr) current_stream->headers_complete();
+}
+
+RequestProblem ConnectionServer::current_problem() {
+  return current_stream != nullptr ? current_stream->problem() : RequestProblem::kNone;
+}
+
+void ConnectionServer::answer_problem(httplib::Stream& stream, RequestProblem problem) const {
+  if (!problem_answer_) return;
+  const auto [status, body] = problem_answer_(problem);
+  const std::string head = "HTTP/1.1 " + std::to_string(status) +
+                           (status == 408 ? " Request Timeout" : " Request Header Fields Too Large") +
+                           "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                           "\r\nConnection: close\r\n\r\n";
+  stream.write(head + body);
+}
+
+bool ConnectionServer::process_and_close_socket(socket_t sock) {
+  // A blocking read or write inside OpenSSL (the rest of a record) is bounded by these.
+  timeval read_timeout{static_cast<time_t>(limits_.read_timeout.count()), 0};
+  timeval write_timeout{static_cast<time_t>(limits_.write_timeout.count()), 0};
+  setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &read_timeout, sizeof read_timeout);
+  setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &write_timeout, sizeof write_timeout);
+
+  SSL* ssl = nullptr;
+  bool ok = true;
+  if (tls_ != nullptr) {
+    ssl = SSL_new(tls_);
+    ok = ssl != nullptr && SSL_set_fd(ssl, sock) == 1 && accept_tls(sock, ssl, limits_.header_deadline);
+  }
+  bool graceful = false;
+  if (ok) {
+    ConnectionStream stream(sock, ssl, limits_);
+    current_stream = &stream;
+    const auto stopping = [this] { return svr_sock_ == INVALID_SOCKET; };
+    size_t left = limits_.max_requests_per_connection;
+    while (left > 0 && stream.await_request(stopping)) {
+      bool closed = false;
+      const bool last = left == 1 || stopping();
+      graceful = process_request(stream, last, closed, [ssl](httplib::Request& req) { req.ssl = ssl; });
+      if (!graceful && stream.problem() != RequestProblem::kNone && !stream.answered())
+        answer_problem(stream, stream.problem());  // cut off in the request line: cpp-httplib said nothing
+      // After a cut-off request the rest of the stream cannot be framed: close.
+      if (!graceful || closed || stream.problem() != RequestProblem::kNone) break;
+      --left;
+    }
+    current_stream = nullptr;
+  }
+  if (ssl != nullptr) {
+    if (graceful) SSL_shutdown(ssl);
+    SSL_free(ssl);
+  }
+  ::shutdown(sock, SHUT_RDWR);
+  ::close(sock);
+  return graceful;
+}
+
+}  // namespace gpu_extender

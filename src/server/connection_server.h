@@ -1,0 +1,65 @@
+#pragma once
+// A cpp-httplib server that owns how each connection is read and written, so that its limits hold
+// against any client. cpp-httplib 0.11 (Debian's, a compiled library: its limits cannot be changed
+// by defines) serves a connection with a fresh stream per request, which
+//   - drops the bytes of a pipelined next request that it had read ahead: the client waits forever;
+//   - reads any number of header lines (27 MB of headers: 330 MB resident);
+//   - bounds only the silence between two reads, so a client sending a byte every few seconds holds
+//     a connection and its thread for as long as it likes (slowloris).
+// Here one stream lives as long as the connection: pipelined requests are answered in order; the
+// header section is bounded in bytes (431 past it); a request's headers and its whole body each have
+// a deadline from its first byte (408 past it); an answer has a deadline to be written; the idle
+// wait between requests is the keep-alive time. TLS (with the same limits) is done here too: the
+// handshake has the header deadline.
+//
+// Thread-safe as cpp-httplib's Server: each connection runs on one worker thread.
+#include <httplib.h>
+#include <openssl/ssl.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace gpu_extender {
+
+struct ConnectionLimits {
+  std::chrono::seconds keep_alive{30};       // idle wait for a connection's next request
+  std::chrono::seconds read_timeout{10};     // silence allowed in the middle of a request
+  std::chrono::seconds header_deadline{10};  // from a request's first byte to its last header (and the TLS handshake)
+  std::chrono::seconds request_deadline{60};  // from a request's first byte to its last body byte
+  std::chrono::seconds write_timeout{10};    // a client not reading for this long is cut off
+  std::chrono::seconds answer_deadline{60};  // to write a whole answer
+  size_t max_header_bytes = 64 * 1024;       // request line and headers together
+  size_t max_requests_per_connection = 10000;
+};
+
+// Why the current request on this thread's connection ended early (for the error answer).
+enum class RequestProblem { kNone, kHeadersTooLarge, kTimedOut };
+
+class ConnectionServer : public httplib::Server {
+ public:
+  // `tls`: serve HTTPS with this context (taken over: freed with the server); null for plain HTTP.
+  ConnectionServer(ConnectionLimits limits, SSL_CTX* tls);
+  ~ConnectionServer() override;
+
+  // The status and body to answer a request cut off by `problem` (also used when cpp-httplib gave
+  // up on the request line and would close without a word).
+  using ProblemAnswer = std::function<std::pair<int, std::string>(RequestProblem)>;
+  void set_problem_answer(ProblemAnswer answer) { problem_answer_ = std::move(answer); }
+
+  // Called by the pre-routing handler, on the connection's thread: the headers are in, the body is next.
+  static void headers_complete();
+  static RequestProblem current_problem();
+
+ private:
+  bool process_and_close_socket(socket_t sock) override;
+
+  void answer_problem(httplib::Stream& stream, RequestProblem problem) const;
+
+  const ConnectionLimits limits_;
+  SSL_CTX* tls_;
+  ProblemAnswer problem_answer_;
+};
+
+}  // namespace gpu_extender
