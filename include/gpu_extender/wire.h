@@ -112,11 +112,6 @@ class WireDecoder {
   WatchEventHeader decode_node_event(std::string_view line, const ViewSchema& schema, NodeView& node);
   // A single Pod object (GET .../pods/NAME).
   PodRequest decode_pod_object(const std::string& body, const ViewSchema& schema);
-  // Whether the bytes of a node decoded by decode_extender_args (a view into the padded body) are
-  // valid JSON throughout. The decoder reads only the fields the policy needs and skips the rest
-  // without validating it; a node echoed back by /filter must be valid, or the answer is not JSON.
-  // "" when valid, else what is wrong.
-  std::string check_node_json(std::string_view node_bytes);
   const PreemptionArgs& decode_preemption_args(const std::string& body, const ViewSchema& schema);
 
   struct Impl;  // the parser and buffers; defined in src/wire, opaque elsewhere

@@ -128,15 +128,6 @@ int ExtenderService::filter(Workspace& ws, VerbSummary& summary) const {
     return 200;
   }
   ws.policy->filter(args->pod, ws.inputs, ws.verdicts);
-  if (args->full_mode) {
-    // Passing nodes go back as the bytes they came as: those bytes must be valid JSON throughout
-    // (the decoder skipped, unvalidated, what the policy does not read).
-    for (size_t i = 0; i < ws.verdicts.size(); ++i) {
-      if (!ws.verdicts[i].passed()) continue;
-      if (std::string error = ws.decoder.check_node_json(args->nodes[i].raw_json); !error.empty())
-        throw DecodeError("Nodes.items[" + std::to_string(i) + "]", "not valid JSON: " + error);
-    }
-  }
   if (ws.inputs.size() != args->node_names.size()) {
     // Names mode with names the cache lacks: put each verdict back at its name's place (the common
     // case, every node known, needs no second pass).

@@ -18,6 +18,7 @@ BindingArgs WireDecoder::decode_binding_args(const std::string& body) {
     if (target) target->assign(take_string(f.value(), key));
   }
   wire::reject_trailing_content(doc);
+  impl_->validate_body(body);  // small: all of it at once, including the fields not read
   if (args.pod_name.empty()) throw DecodeError("PodName", "missing");
   if (args.pod_namespace.empty()) throw DecodeError("PodNamespace", "missing");
   if (args.node.empty()) throw DecodeError("Node", "missing");

@@ -22,18 +22,14 @@ void check_node_count(size_t index, std::string_view field) {
                                               " nodes (Kubernetes supports clusters of up to 5,000)");
 }
 
-// The bytes of the JSON value that starts at `start` and ends just before `next_token` (the ',' or ']'
-// that follows it), without the white space between.
-std::string_view value_bytes(const char* start, const char* next_token) {
-  const char* end = next_token;
-  while (end > start && (end[-1] == ' ' || end[-1] == '\n' || end[-1] == '\r' || end[-1] == '\t')) --end;
-  return {start, static_cast<size_t>(end - start)};
-}
-
 void decode_extender_nodes(od::document& doc, od::value nodes, const ViewSchema& schema, ExtenderArgs& args) {
   for (auto f : take_object(nodes, "Nodes")) {
     std::string_view key = field_key(f, "Nodes");
-    if (!equals_ignore_case(key, "items")) continue;
+    if (!equals_ignore_case(key, "items")) {
+      const std::string field = "Nodes." + std::string(key);
+      validate_value(take(f.value(), field, "a value"), field);
+      continue;
+    }
     od::value items = take(f.value(), "Nodes.items", "an array");
     if (take_null(items, "Nodes.items")) continue;
     size_t index = 0;
@@ -43,7 +39,7 @@ void decode_extender_nodes(od::document& doc, od::value nodes, const ViewSchema&
       try {
         od::value v = take(item, "", "a node object");
         const char* start = v.raw_json_token().data();
-        decode_node(v, schema, node);
+        decode_node(v, schema, node);  // validates what it does not read
         const char* next = take(doc.current_location(), "", "more JSON after the node");
         node.raw_json = value_bytes(start, next);
       } catch (DecodeError& e) {
@@ -80,14 +76,6 @@ void decode_node_names(od::value names, ExtenderArgs& args) {
 
 }  // namespace
 
-std::string WireDecoder::check_node_json(std::string_view node_bytes) {
-  // The bytes lie inside a body read with kJsonPadding spare bytes after it (or inside the decoder's
-  // padded copy), so simdjson may read past their end without copying them.
-  auto result = impl_->validator.parse(node_bytes.data(), node_bytes.size(), false);
-  if (result.error()) return simdjson::error_message(result.error());
-  return "";
-}
-
 const ExtenderArgs& WireDecoder::decode_extender_args(const std::string& body, const ViewSchema& schema) {
   ExtenderArgs& args = impl_->args;
   args.pod = PodRequest{};
@@ -104,7 +92,10 @@ const ExtenderArgs& WireDecoder::decode_extender_args(const std::string& body, c
   for (auto f : take(doc.get_object(), "", "a JSON object (ExtenderArgs)")) {
     std::string_view key = field_key(f, "");
     if (equals_ignore_case(key, "Pod")) {
-      decode_extender_pod(take(f.value(), "Pod", "an object"), seen_pod, schema, args.pod, impl_->pod_scratch);
+      od::value pod = take(f.value(), "Pod", "an object");
+      const char* start = pod.raw_json_token().data();
+      decode_extender_pod(pod, seen_pod, schema, args.pod, impl_->pod_scratch);
+      impl_->validate(value_bytes(start, take(doc.current_location(), "Pod", "more JSON after the pod")), "Pod");
     } else if (equals_ignore_case(key, "Nodes")) {
       once(seen_nodes, "Nodes");
       od::value nodes = take(f.value(), "Nodes", "an object");
@@ -117,8 +108,10 @@ const ExtenderArgs& WireDecoder::decode_extender_args(const std::string& body, c
       if (take_null(names, "NodeNames")) continue;
       has_names = true;
       decode_node_names(names, args);
+    } else {
+      // Other keys are ignored, as Go's decoder ignores unknown fields; but they must be JSON.
+      validate_value(take(f.value(), key, "a value"), key);
     }
-    // Other keys are ignored, as Go's decoder ignores unknown fields.
   }
   wire::reject_trailing_content(doc);
   if (!seen_pod) throw DecodeError("Pod", "missing");

@@ -3,6 +3,7 @@
 // Only the wire decoders include this (simdjson is a heavy header).
 #include <simdjson.h>
 
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -51,6 +52,120 @@ inline bool take_null(od::value& v, std::string_view field) {
   bool is_null = false;
   if (auto error = v.is_null().get(is_null)) throw_json_error(field, error, "a value");
   return is_null;
+}
+
+// The bytes of the JSON value that starts at `start` and ends just before `next_token` (the ',' ']' or
+// '}' that follows it), without the white space between.
+inline std::string_view value_bytes(const char* start, const char* next_token) {
+  const char* end = next_token;
+  while (end > start && (end[-1] == ' ' || end[-1] == '\n' || end[-1] == '\r' || end[-1] == '\t')) --end;
+  return {start, static_cast<size_t>(end - start)};
+}
+
+// Whether `token` (white space after it allowed) is one JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+inline bool is_json_number(std::string_view token) {
+  size_t i = 0;
+  const size_t n = token.size();
+  auto digits = [&] {
+    const size_t from = i;
+    while (i < n && token[i] >= '0' && token[i] <= '9') ++i;
+    return i > from;
+  };
+  if (i < n && token[i] == '-') ++i;
+  if (i < n && token[i] == '0') {
+    ++i;
+  } else if (!digits()) {
+    return false;
+  }
+  if (i < n && token[i] == '.') {
+    ++i;
+    if (!digits()) return false;
+  }
+  if (i < n && (token[i] == 'e' || token[i] == 'E')) {
+    ++i;
+    if (i < n && (token[i] == '+' || token[i] == '-')) ++i;
+    if (!digits()) return false;
+  }
+  while (i < n && (token[i] == ' ' || token[i] == '\n' || token[i] == '\r' || token[i] == '\t')) ++i;
+  return i == n;
+}
+
+// Whether the literal `token` (white space after it allowed) is exactly `word`.
+inline bool is_literal(std::string_view token, std::string_view word) {
+  if (token.substr(0, word.size()) != word) return false;
+  for (char c : token.substr(word.size()))
+    if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return false;
+  return true;
+}
+
+// Whether a string holds a backslash. On Demand's first pass has found where every string ends and
+// checked its UTF-8 and control characters; only escape sequences are left to check. `token` is the
+// string's raw token (up to the next structural character: the closing quote is inside).
+inline bool has_escape(std::string_view token) { return std::memchr(token.data(), '\\', token.size()) != nullptr; }
+// The same for a key, from just after its opening quote (strpbrk: vectorized, stops at the closing quote).
+inline bool key_has_escape(const char* raw) { return *std::strpbrk(raw, "\"\\") == '\\'; }
+
+[[noreturn]] inline void throw_invalid_json(std::string_view field, std::string_view what) {
+  throw DecodeError(std::string(field), "not valid JSON: " + std::string(what));
+}
+
+// Reads every part of `v`, as a validating parser would: escape sequences, numbers, literals, and the
+// grammar of every container. On Demand alone skips what the decoder does not read by counting
+// brackets, so a skipped `tru`, `01` or `{"a" 1}` would pass. Scalars are checked on their bytes and
+// left for the iterator to step over: nothing is copied or converted.
+// Nesting is bounded as simdjson's DOM bounds it (Go's encoding/json stops at 10,000).
+constexpr int kMaxValidatedDepth = 1024;
+
+inline void validate_value(od::value v, std::string_view field, int depth = 0) {
+  if (depth > kMaxValidatedDepth)
+    throw DecodeError(std::string(field), "JSON nested more than " + std::to_string(kMaxValidatedDepth) + " deep");
+  auto check = [field](simdjson::error_code error) {
+    if (error) throw_invalid_json(field, simdjson::error_message(error));
+  };
+  od::json_type type{};
+  check(v.type().get(type));
+  switch (type) {
+    case od::json_type::object: {
+      od::object object;
+      check(v.get_object().get(object));
+      for (auto f : object) {
+        od::field member;
+        check(std::move(f).get(member));  // NOLINT(performance-move-const-arg): get() is rvalue-only
+        if (key_has_escape(member.key().raw())) {
+          std::string_view key;
+          check(member.unescaped_key().get(key));
+        }
+        validate_value(member.value(), field, depth + 1);
+      }
+      break;
+    }
+    case od::json_type::array: {
+      od::array array;
+      check(v.get_array().get(array));
+      for (auto element : array) {
+        od::value item;
+        check(std::move(element).get(item));  // NOLINT(performance-move-const-arg): get() is rvalue-only
+        validate_value(item, field, depth + 1);
+      }
+      break;
+    }
+    case od::json_type::string:
+      if (has_escape(v.raw_json_token())) {
+        std::string_view text;
+        check(v.get_string().get(text));
+      }
+      break;
+    case od::json_type::number:
+      if (!is_json_number(v.raw_json_token())) throw_invalid_json(field, "malformed number");
+      break;
+    case od::json_type::boolean:
+      if (!is_literal(v.raw_json_token(), "true") && !is_literal(v.raw_json_token(), "false"))
+        throw_invalid_json(field, "malformed true or false");
+      break;
+    case od::json_type::null:
+      if (!is_literal(v.raw_json_token(), "null")) throw_invalid_json(field, "malformed null");
+      break;
+  }
 }
 
 // After the top-level value: anything but white space left in the body is an error (simdjson 3.0's

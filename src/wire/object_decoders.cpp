@@ -39,16 +39,17 @@ void decode_string_map(od::value map, const std::array<const std::string*, N>& k
   od::object obj = take_object(map, "");
   for (auto f : obj) {
     std::string_view key = field_key(f, "");
-    for (size_t i = 0; i < N; ++i) {
-      if (key == *keys[i]) {
-        try {
-          out[i] = take_string(f.value(), "");
-        } catch (DecodeError& e) {
-          throw e.within(key);
-        }
-        break;
+    bool wanted = false;
+    for (size_t i = 0; i < N && !wanted; ++i) {
+      if (key != *keys[i]) continue;
+      wanted = true;
+      try {
+        out[i] = take_string(f.value(), "");
+      } catch (DecodeError& e) {
+        throw e.within(key);
       }
     }
+    if (!wanted) validate_value(take(f.value(), key, "a value"), key);
   }
 }
 
@@ -132,7 +133,10 @@ void decode_resource_list(od::value list, const ResourceTable& table, ResourceAm
   for (auto f : take_object(list, "")) {
     std::string_view key = field_key(f, "");
     const int index = table.index_of(key);
-    if (index < 0 && !validate_all) continue;
+    if (index < 0 && !validate_all) {
+      validate_value(take(f.value(), key, "a quantity"), key);
+      continue;
+    }
     od::value v = take(f.value(), key, "a quantity");
     const int64_t milli = decode_quantity(v, key);
     if (index >= 0) out.set(static_cast<size_t>(index), milli);
@@ -207,8 +211,14 @@ void decode_extender_pod(od::value pod, bool& seen, const ViewSchema& schema, Po
 }
 
 void decode_node(od::value node, const ViewSchema& schema, NodeView& out) {
+  decode_node(take_object(node, ""), schema, out);
+}
+
+// Every part the policy does not read is still validated (validate_value), in the same pass: a node
+// the filter echoes must be JSON throughout, and a body that is not JSON is a 400.
+void decode_node(od::object node, const ViewSchema& schema, NodeView& out) {
   out = NodeView{};
-  for (auto f : take_object(node, "")) {
+  for (auto f : node) {
     std::string_view key = field_key(f, "");
     if (equals_ignore_case(key, "metadata")) {
       for (auto m : take_object(f.value(), "metadata")) {
@@ -242,6 +252,8 @@ void decode_node(od::value node, const ViewSchema& schema, NodeView& out) {
             throw e.within("metadata.annotations");
           }
           out.gpu_utilization = values[0];
+        } else {
+          validate_value(take(m.value(), "metadata", "a value"), "metadata." + std::string(mkey));
         }
       }
     } else if (equals_ignore_case(key, "status")) {
@@ -250,7 +262,10 @@ void decode_node(od::value node, const ViewSchema& schema, NodeView& out) {
       for (auto s : take_object(status, "status")) {
         std::string_view skey = field_key(s, "status");
         const bool capacity = equals_ignore_case(skey, "capacity");
-        if (!capacity && !equals_ignore_case(skey, "allocatable")) continue;
+        if (!capacity && !equals_ignore_case(skey, "allocatable")) {
+          validate_value(take(s.value(), "status", "a value"), "status." + std::string(skey));
+          continue;
+        }
         od::value list = take(s.value(), "status", "an object");
         if (take_null(list, "")) continue;
         try {
@@ -259,6 +274,8 @@ void decode_node(od::value node, const ViewSchema& schema, NodeView& out) {
           throw e.within(capacity ? "status.capacity" : "status.allocatable");
         }
       }
+    } else {
+      validate_value(take(f.value(), key, "a value"), key);
     }
   }
   if (out.name.empty()) throw DecodeError("metadata.name", "missing");

@@ -77,6 +77,7 @@ const PreemptionArgs& WireDecoder::decode_preemption_args(const std::string& bod
     }
   }
   reject_trailing_content(doc);
+  impl_->validate_body(body);  // the victims of a few nodes: all of it at once, including the fields not read
   if (!seen_pod) throw DecodeError("Pod", "missing");
   if (!has_full && !has_meta)
     throw DecodeError("NodeNameToVictims", "neither NodeNameToVictims nor NodeNameToMetaVictims is given");

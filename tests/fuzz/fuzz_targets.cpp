@@ -2,6 +2,8 @@
 // server would run on it. Any crash, sanitizer report or broken invariant (abort) is a finding.
 #include "fuzz_targets.h"
 
+#include <simdjson.h>
+
 #include <cstdlib>
 #include <string>
 
@@ -21,6 +23,15 @@ std::string padded(const uint8_t* data, size_t size) {
   return body;
 }
 
+// Whether simdjson's validating parser takes `text` as JSON (nesting allowed deeper than the decoder's
+// own bound, which is relative to the field it validates).
+bool is_json(const std::string& text) {
+  static simdjson::dom::parser dom;
+  if (dom.allocate(text.size() + 64, 4096)) std::abort();
+  simdjson::padded_string copy(text);
+  return dom.parse(copy).error() == simdjson::SUCCESS;
+}
+
 const std::shared_ptr<const Policy>& policy_under_test() {
   static const std::shared_ptr<const Policy> p = Policy::build(default_policy_config());
   return p;
@@ -33,6 +44,7 @@ int extender_args(const uint8_t* data, size_t size) {
   WireDecoder decoder;
   try {
     const ExtenderArgs& args = decoder.decode_extender_args(body, policy_under_test()->schema());
+    if (!is_json(body)) std::abort();  // a body that is not JSON must be a 400, wherever the fault is
     std::vector<NodeInput> inputs;
     for (const NodeView& n : args.nodes) inputs.push_back({&n, std::nullopt});
     std::vector<NodeVerdict> verdicts;
@@ -44,6 +56,7 @@ int extender_args(const uint8_t* data, size_t size) {
     if (args.full_mode) {
       std::string out;
       encode_filter_result(args, verdicts, out);
+      if (!is_json(out)) std::abort();  // the answer echoes node bytes: it must be JSON
     }
   } catch (const DecodeError&) {
   }

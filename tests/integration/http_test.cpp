@@ -508,18 +508,42 @@ TEST_CASE("http: more nodes than any cluster has is a 400 that says so") {
   CHECK(json::parse(res->body)["Error"].get<std::string>().rfind("NodeNames: more than 20000 nodes", 0) == 0);
 }
 
-TEST_CASE("http: invalid JSON inside a node the filter would echo is a 400, never an answer that is not JSON") {
+TEST_CASE("http: invalid JSON anywhere in a body is a 400 that names where, read or not") {
   ExtenderProcess p;
   const std::string body = test_support::sample("filter-gpu-full.json");
-  // a100-8g passes the filter; break a field of it that the policy never reads.
-  const size_t node = body.find("\"name\":\"a100-8g\"");
-  REQUIRE(node != std::string::npos);
-  std::string broken = body;
-  broken.insert(node, "\"unread\":[1,,2],");
-  auto res = post(p, "/filter", broken);
+  // Each case breaks a part the policy never reads, which On Demand parsing would skip unchecked.
+  auto broken_at = [&](const std::string& anchor, const std::string& insert) {
+    const size_t at = body.find(anchor);
+    REQUIRE(at != std::string::npos);
+    std::string broken = body;
+    broken.insert(at, insert);
+    return broken;
+  };
+  struct Case {
+    const char* what;
+    std::string body;
+    std::string error_prefix;
+  };
+  const std::vector<Case> cases = {
+      // a100-8g passes: its bytes are echoed, so they must be JSON.
+      {"an echoed node", broken_at("\"name\":\"a100-8g\"", "\"unread\":[1,,2],"), "Nodes.items[0].metadata.unread"},
+      // cpu-only fails: not echoed, still not JSON.
+      {"a refused node", broken_at("\"name\":\"cpu-only\"", "\"unread\":tru,"), "Nodes.items[8].metadata.unread"},
+      {"the pod", broken_at("\"spec\":", "\"unread\":{\"a\" 1},"), "Pod"},
+      {"a key no one reads", broken_at("\"Nodes\":", "\"Extra\":[01],"), "Extra"},
+      {"the node list's metadata", broken_at("\"items\":", "\"metadata2\":-,"), "Nodes.metadata2"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    auto res = post(p, "/filter", c.body);
+    REQUIRE(res);
+    CHECK(res->status == 400);
+    const std::string error = json::parse(res->body)["Error"];
+    INFO(error);
+    CHECK(error.rfind(c.error_prefix + ": not valid JSON", 0) == 0);
+  }
+  // The unbroken body, for contrast.
+  auto res = post(p, "/filter", body);
   REQUIRE(res);
-  CHECK(res->status == 400);
-  const std::string error = json::parse(res->body)["Error"];
-  CHECK(error.rfind("Nodes.items[", 0) == 0);
-  CHECK(error.find("not valid JSON") != std::string::npos);
+  CHECK(res->status == 200);
 }

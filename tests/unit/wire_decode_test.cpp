@@ -180,14 +180,17 @@ TEST_CASE("decode: wrong types deep inside name the field") {
         "Nodes.items[0].metadata.labels.gpu.nvidia.com/model: expected a string");
 }
 
-TEST_CASE("decode: deeply nested JSON neither crashes nor recurses") {
+TEST_CASE("decode: deeply nested JSON is refused past a bound, never a crash") {
   std::string nest(100000, '[');
   nest += std::string(100000, ']');
   // Where a node belongs: refused, naming the field.
   CHECK(decode_error_of("{\"Pod\":" + kPod + ",\"Nodes\":{\"items\":[" + nest + "]}}") ==
         "Nodes.items[0]: expected an object");
-  // In a field nobody reads: skipped without recursion (Go's decoder would read it too).
-  CHECK(decode_error_of("{\"Pod\":" + kPod + ",\"NodeNames\":[],\"x\":" + nest + "}") == "(no error)");
+  // In a field nobody reads: validated, to a depth as bounded as simdjson's DOM and Go's decoder.
+  CHECK(decode_error_of("{\"Pod\":" + kPod + ",\"NodeNames\":[],\"x\":" + nest + "}") ==
+        "x: JSON nested more than 1024 deep");
+  const std::string deep_enough = std::string(1000, '[') + std::string(1000, ']');
+  CHECK(decode_error_of("{\"Pod\":" + kPod + ",\"NodeNames\":[],\"x\":" + deep_enough + "}") == "(no error)");
 }
 
 TEST_CASE("decode: binding args from kube-scheduler v1.26") {
