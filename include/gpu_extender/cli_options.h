@@ -20,6 +20,10 @@ struct CliOptions {
   // A 5,000-node full-mode request is about 54 MB, 70 MB with managedFields: the largest cluster
   // Kubernetes supports fits, and one request stays far from the container's 1 GiB limit.
   size_t max_body_bytes = 96UL * 1024 * 1024;
+  // Bodies in flight are charged 6 bytes a byte against this (see MemoryBudget): one largest body
+  // fits (576 MiB), and with the idle workspace kept (at most two body sizes) and the rest of the
+  // process, the peak stays under the shipped 1 GiB container limit.
+  size_t memory_budget_bytes = 640UL * 1024 * 1024;
   int threads = 0;                 // 0: two per core, at least 4
   int max_threads = 256;           // the pool grows to this many: one thread per open connection
   int max_queued_connections = 64; // beyond: 503 with Retry-After

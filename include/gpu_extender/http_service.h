@@ -11,6 +11,7 @@
 
 #include "gpu_extender/cli_options.h"
 #include "gpu_extender/extender_service.h"
+#include "gpu_extender/memory_budget.h"
 #include "gpu_extender/metrics.h"
 
 namespace httplib {
@@ -46,6 +47,7 @@ class HttpService {
   std::shared_ptr<const ExtenderService> service_;
   CliOptions options_;
   std::shared_ptr<Metrics> metrics_;
+  MemoryBudget budget_;  // for request bodies; before server_: answers being written hold leases
   std::unique_ptr<TlsCertificates> tls_;  // before server_: its SSL context points at it
   std::unique_ptr<ConnectionServer> server_;
   std::unique_ptr<ConnectionServer> metrics_server_;  // --metrics-port

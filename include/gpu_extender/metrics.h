@@ -26,6 +26,7 @@ struct ServerCounts {
   size_t busy = 0;     // serving a connection (a request, or a kept-alive wait for the next)
   size_t waiting = 0;  // accepted connections waiting for a thread (past --max-threads)
   BindTracker::Stats binds;
+  size_t budget_total = 0, budget_in_use = 0, budget_waits = 0, budget_refusals = 0;  // MemoryBudget
 };
 
 class Metrics {

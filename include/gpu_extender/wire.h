@@ -98,6 +98,11 @@ class WireDecoder {
   WireDecoder(const WireDecoder&) = delete;
   WireDecoder& operator=(const WireDecoder&) = delete;
 
+  // Frees the parsers' buffers when they were sized for a body above `keep_bytes`. Their indexes take
+  // up to 4 bytes per body byte (a body dense with small values touches all of them): kept for the
+  // next request, one 90 MB body would hold half a gigabyte. True when something was freed.
+  bool release_buffers_above(size_t keep_bytes);
+
   // Throws DecodeError on malformed input.
   const ExtenderArgs& decode_extender_args(const std::string& body, const ViewSchema& schema);
   BindingArgs decode_binding_args(const std::string& body);

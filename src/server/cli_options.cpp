@@ -1,4 +1,5 @@
 #include "gpu_extender/cli_options.h"
+#include "gpu_extender/memory_budget.h"
 
 #include <charconv>
 #include <functional>
@@ -40,6 +41,10 @@ Flags:
   --max-body-bytes N     largest request body accepted, after chunked and gzip decoding, else
                          413 (default 100663296, 96 MiB: a 5,000-node full-mode request is
                          about 54 MB, 70 MB with managedFields)
+  --memory-budget-bytes N  request bodies in flight are charged 6 bytes per body byte (the parser's
+                         indexes, the answer) against this; a request that finds no room within
+                         5 s gets 503 with Retry-After (default 671088640, 640 MiB: one largest
+                         body, under the shipped 1 GiB limit)
   --threads N            request worker threads always running (default: two per core, at least 4)
   --max-threads N        the pool grows to this many threads, one per open connection, so that
                          binds, scrapes and idle clients never hold the thread a /filter needs
@@ -96,6 +101,8 @@ CliParse parse_cli(const std::vector<std::string>& args) {
       {"--policy-reload-seconds", [&](const std::string& v) { return parse_number(v, o.policy_reload_seconds, 0, 3600); }},
       {"--max-body-bytes",
        [&](const std::string& v) { return parse_number<size_t>(v, o.max_body_bytes, 1024, size_t{1} << 34); }},
+      {"--memory-budget-bytes",
+       [&](const std::string& v) { return parse_number<size_t>(v, o.memory_budget_bytes, size_t{1} << 20, size_t{1} << 40); }},
       {"--threads", [&](const std::string& v) { return parse_number(v, o.threads, 1, 1024); }},
       {"--max-threads", [&](const std::string& v) { return parse_number(v, o.max_threads, 1, 4096); }},
       {"--bind-wait-ms", [&](const std::string& v) { return parse_number(v, o.bind_wait_ms, 0, 5000); }},
@@ -152,6 +159,10 @@ CliParse parse_cli(const std::vector<std::string>& args) {
   }
   if (o.tls_cert_file.empty() != o.tls_key_file.empty())
     return {std::nullopt, "--tls-cert-file and --tls-key-file go together"};
+  if (o.max_body_bytes > o.memory_budget_bytes / MemoryBudget::kBytesPerBodyByte)
+    return {std::nullopt, "--memory-budget-bytes " + std::to_string(o.memory_budget_bytes) +
+                              " cannot hold one body of --max-body-bytes " + std::to_string(o.max_body_bytes) +
+                              ": it needs at least " + std::to_string(MemoryBudget::kBytesPerBodyByte) + " times as much"};
   if (!o.tls_client_ca_file.empty() && o.tls_cert_file.empty())
     return {std::nullopt, "--tls-client-ca-file needs --tls-cert-file and --tls-key-file"};
   return {o, {}};

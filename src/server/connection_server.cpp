@@ -54,6 +54,8 @@ class ConnectionStream final : public httplib::Stream {
   }
 
   void headers_complete() { in_headers_ = false; }
+  void request_close() { close_requested_ = true; }
+  bool close_requested() const { return close_requested_; }
   bool answered() const { return answer_until_.has_value(); }  // a byte of the answer was written
   RequestProblem problem() const { return problem_; }
 
@@ -188,6 +190,7 @@ class ConnectionStream final : public httplib::Stream {
   Clock::time_point header_until_{}, request_until_{};
   std::optional<Clock::time_point> answer_until_;
   RequestProblem problem_ = RequestProblem::kNone;
+  bool close_requested_ = false;
 };
 
 thread_local ConnectionStream* current_stream = nullptr;
@@ -230,6 +233,11 @@ void ConnectionServer::headers_complete() {
   if (current_stream != nullptr) current_stream->headers_complete();
 }
 
+void ConnectionServer::close_after_answer(httplib::Response& res) {
+  res.set_header("Connection", "close");
+  if (current_stream != nullptr) current_stream->request_close();
+}
+
 RequestProblem ConnectionServer::current_problem() {
   return current_stream != nullptr ? current_stream->problem() : RequestProblem::kNone;
 }
@@ -270,7 +278,7 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
       if (!graceful && stream.problem() != RequestProblem::kNone && !stream.answered())
         answer_problem(stream, stream.problem());  // cut off in the request line: cpp-httplib said nothing
       // After a cut-off request the rest of the stream cannot be framed: close.
-      if (!graceful || closed || stream.problem() != RequestProblem::kNone) break;
+      if (!graceful || closed || stream.problem() != RequestProblem::kNone || stream.close_requested()) break;
       --left;
     }
     current_stream = nullptr;

@@ -50,6 +50,9 @@ class ConnectionServer : public httplib::Server {
 
   // Called by the pre-routing handler, on the connection's thread: the headers are in, the body is next.
   static void headers_complete();
+  // Called by a handler on the connection's thread: close the connection once this answer is written
+  // (its body was not read, or the framing cannot be trusted). Also sets "Connection: close".
+  static void close_after_answer(httplib::Response& res);
   static RequestProblem current_problem();
 
  private:

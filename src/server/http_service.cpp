@@ -22,6 +22,10 @@ namespace gpu_extender {
 namespace {
 
 constexpr const char* kJson = "application/json";
+// How long a request waits for room in the memory budget: kube-scheduler gives an extender call 5 s
+// (httpTimeout's default) in all; waiting longer would answer a call it has given up on.
+constexpr std::chrono::seconds kBudgetWait{5};
+constexpr size_t kMinCharge = 64 * 1024;  // a body's first charge when it declares no (or a tiny) length
 
 void send_error(httplib::Response& res, int status, std::string_view message) {
   std::string body;
@@ -33,14 +37,17 @@ void send_error(httplib::Response& res, int status, std::string_view message) {
 // Serves the workspace's answer without copying it, and with a fixed length: cpp-httplib then neither
 // copies nor gzips it (compressing megabytes of node objects costs more than sending them over a
 // cluster network). The workspace returns to the pool once the answer is written.
-void send_answer(httplib::Response& res, int status, std::shared_ptr<Workspace> ws) {
+// The body's memory charge is held until the answer is written.
+void send_answer(httplib::Response& res, int status, std::shared_ptr<Workspace> ws,
+                 std::shared_ptr<MemoryBudget::Lease> lease) {
   res.status = status;
   if (status >= 400) {
     res.set_content(ws->answer, kJson);  // small; and the error handler sees a body
     return;
   }
   const size_t length = ws->answer.size();
-  res.set_content_provider(length, kJson, [ws = std::move(ws)](size_t offset, size_t n, httplib::DataSink& sink) {
+  res.set_content_provider(length, kJson, [ws = std::move(ws), lease = std::move(lease)](size_t offset, size_t n,
+                                                                                        httplib::DataSink& sink) {
     return sink.write(ws->answer.data() + offset, n);
   });
 }
@@ -89,7 +96,11 @@ std::unique_ptr<ConnectionServer> make_server(const CliOptions& o, std::unique_p
 
 HttpService::HttpService(std::shared_ptr<const ExtenderService> service, const CliOptions& options,
                          std::shared_ptr<Metrics> metrics)
-    : service_(std::move(service)), options_(options), metrics_(std::move(metrics)), server_(make_server(options, tls_)) {
+    : service_(std::move(service)),
+      options_(options),
+      metrics_(std::move(metrics)),
+      budget_(options.memory_budget_bytes),
+      server_(make_server(options, tls_)) {
   configure(*server_, worker_threads(options_.threads), options_.max_threads, &workers_);
   // Load shedding: a request that reaches a worker while more connections than allowed wait behind it
   // is answered 503 with Retry-After at once, so the queue drains instead of growing without bound.
@@ -98,7 +109,7 @@ HttpService::HttpService(std::shared_ptr<const ExtenderService> service, const C
     ConnectionServer::headers_complete();
     if (std::string framing = framing_problem(req); !framing.empty()) {
       // Two readings of where the body ends is how requests are smuggled past proxies: refuse, close.
-      res.set_header("Connection", "close");
+      ConnectionServer::close_after_answer(res);
       send_error(res, 400, framing);
       return httplib::Server::HandlerResponse::Handled;
     }
@@ -110,14 +121,14 @@ HttpService::HttpService(std::shared_ptr<const ExtenderService> service, const C
     }
     if (req.path == "/healthz") return httplib::Server::HandlerResponse::Unhandled;  // liveness is not load
     res.set_header("Retry-After", "1");
-    res.set_header("Connection", "close");
+    ConnectionServer::close_after_answer(res);  // the body is not read
     send_error(res, 503, "overloaded: " + std::to_string(pool->waiting()) + " connections waiting; retry shortly");
     spdlog::warn("shed {} {}: {} connections waiting", req.method, req.path, pool->waiting());
     return httplib::Server::HandlerResponse::Handled;
   });
   server_->set_post_routing_handler([this](const httplib::Request&, httplib::Response& res) {
     WorkerPool* pool = workers_.load();
-    if (pool && pool->waiting() > 0) res.set_header("Connection", "close");
+    if (pool && pool->waiting() > 0) ConnectionServer::close_after_answer(res);
   });
   install_verb_routes(*server_);
   install_probe_routes(*server_);
@@ -129,6 +140,10 @@ HttpService::HttpService(std::shared_ptr<const ExtenderService> service, const C
       c.waiting = pool->waiting();
     }
     c.binds = service_->bind_tracker_stats();
+    c.budget_total = budget_.total();
+    c.budget_in_use = budget_.in_use();
+    c.budget_waits = budget_.waits();
+    c.budget_refusals = budget_.refusals();
     return c;
   });
   if (options_.metrics_port > 0) {
@@ -262,17 +277,27 @@ void HttpService::install_verb_routes(httplib::Server& svr) {
                                       const httplib::ContentReader& read_content) {
       const auto started = std::chrono::steady_clock::now();
       const uint64_t id = next_request_id_.fetch_add(1);
+      // Charged before the body is read, for its declared length, and again as it grows (chunked,
+      // gzip): concurrent large bodies wait their turn instead of exhausting the container's memory.
+      auto lease = std::make_shared<MemoryBudget::Lease>(budget_);
+      const auto budget_until = started + kBudgetWait;
+      const size_t declared = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
+      bool over_budget = !lease->cover(std::min(std::max(declared, kMinCharge), options_.max_body_bytes), budget_until);
       std::shared_ptr<Workspace> ws = service_->workspaces().acquire();
       std::string& body = ws->body;
       // Read the body into a buffer with room for the parser's padding, so it is parsed in place.
-      const size_t declared = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
       if (declared <= options_.max_body_bytes) body.reserve(declared + kJsonPadding);
       // The limit is checked here, on the bytes as decoded: cpp-httplib checks Content-Length only, so
       // a chunked body or a gzip one (inflated before it reaches us) would otherwise pass any size.
       bool over_limit = false;
-      const bool complete = read_content([&](const char* data, size_t length) {
+      const bool complete = !over_budget && read_content([&](const char* data, size_t length) {
         if (body.size() + length > options_.max_body_bytes) {
           over_limit = true;
+          return false;
+        }
+        if (!lease->cover(std::min(std::max(body.size() + length, 2 * body.size()), options_.max_body_bytes),
+                          budget_until)) {
+          over_budget = true;
           return false;
         }
         if (body.capacity() < body.size() + length + kJsonPadding)
@@ -284,7 +309,15 @@ void HttpService::install_verb_routes(httplib::Server& svr) {
       VerbSummary summary;
       summary.want_reasons = spdlog::should_log(spdlog::level::debug);
       int status = 200;
-      if (!complete) {
+      if (over_budget) {
+        status = 503;
+        summary.error = "memory budget: " + std::to_string(budget_.in_use() >> 20) + " of " +
+                        std::to_string(budget_.total() >> 20) +
+                        " MiB charged to bodies in flight (--memory-budget-bytes); retry shortly";
+        encode_error_object(summary.error, ws->answer);
+        res.set_header("Retry-After", "1");
+        ConnectionServer::close_after_answer(res);  // the body was not read
+      } else if (!complete) {
         // cpp-httplib stops reading past --max-body-bytes (and marks 413), or when the client goes away.
         const bool too_large = over_limit || res.status == 413 || declared > options_.max_body_bytes;
         const bool too_slow = ConnectionServer::current_problem() == RequestProblem::kTimedOut;
@@ -294,7 +327,7 @@ void HttpService::install_verb_routes(httplib::Server& svr) {
                         : too_slow ? "request not received within --request-timeout-seconds (" +
                                          std::to_string(options_.request_timeout_seconds) + " s)"
                                    : "request body could not be read completely";
-        res.set_header("Connection", "close");
+        ConnectionServer::close_after_answer(res);
         encode_error_object(summary.error, ws->answer);
       } else if (body.empty()) {
         status = 400;
@@ -321,7 +354,7 @@ void HttpService::install_verb_routes(httplib::Server& svr) {
       for (const auto& [node, reason] : summary.reasons) spdlog::debug("req={} node={} refused: {}", id, node, reason);
       metrics_->observe(path.substr(1), status, ms / 1000.0, body.size(), summary);
       res.set_header("X-Request-Id", std::to_string(id));
-      send_answer(res, status, std::move(ws));
+      send_answer(res, status, std::move(ws), std::move(lease));
     });
   };
   post_verb("/filter", Verb::kFilter);

@@ -191,6 +191,15 @@ std::vector<MetricFamily> server_families(const ServerCounts& c) {
   one("gpu_extender_bind_wait_timeouts_total",
       "Expected /bind requests that did not come within --bind-wait-ms (the pod failed elsewhere).",
       MetricType::Counter, static_cast<double>(c.binds.timeouts));
+  const char* budget_help = "Memory budget for request bodies (--memory-budget-bytes), bytes: total and charged now.";
+  one("gpu_extender_memory_budget_bytes", budget_help, MetricType::Gauge, static_cast<double>(c.budget_total),
+      {{"state", "total"}});
+  one("gpu_extender_memory_budget_bytes", budget_help, MetricType::Gauge, static_cast<double>(c.budget_in_use),
+      {{"state", "in_use"}});
+  one("gpu_extender_memory_budget_waits_total", "Requests that waited for the memory budget.", MetricType::Counter,
+      static_cast<double>(c.budget_waits));
+  one("gpu_extender_memory_budget_refusals_total", "Requests answered 503: the memory budget had no room in time.",
+      MetricType::Counter, static_cast<double>(c.budget_refusals));
   return out;
 }
 }  // namespace

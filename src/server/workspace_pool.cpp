@@ -6,6 +6,8 @@ namespace gpu_extender {
 namespace {
 // Buffers up to this size stay with an idle workspace (a 1,000-node full-mode body is about 11 MB).
 constexpr size_t kKeepBufferBytes = 16UL << 20;
+// A parser index used up to this much stays too (a realistic 5,000-node body uses ~30 MB of it).
+constexpr size_t kKeepParserIndexBytes = 64UL << 20;
 }  // namespace
 
 WorkspacePool::WorkspacePool(size_t max_idle) : state_(std::make_shared<State>()) { state_->max_idle = max_idle; }
@@ -27,8 +29,11 @@ std::shared_ptr<Workspace> WorkspacePool::acquire() {
   // The deleter holds the pool's state, so a lease may outlive the pool object itself.
   return std::shared_ptr<Workspace>(workspace.release(), [state = state_](Workspace* w) {
     std::unique_ptr<Workspace> owned(w);
-    // Large buffers: one idle workspace keeps them (a 5,000-node full-mode cluster sends 54 MB for
-    // every pod, and a warm buffer saves its page faults); any other gives its memory back.
+    // Large buffers: one idle workspace keeps its body and answer (a 5,000-node full-mode cluster
+    // sends 54 MB for every pod, and a warm buffer saves its page faults); any other gives its memory
+    // back. A parser index used densely (up to four times the body) goes in any case: kept, the
+    // memory held would depend on how dense the last large body was.
+    const bool trimmed = owned->decoder.release_buffers_above(kKeepParserIndexBytes);
     const bool large = owned->body.capacity() > kKeepBufferBytes || owned->answer.capacity() > kKeepBufferBytes;
     {
       std::lock_guard<std::mutex> lock(state->mutex);
@@ -36,11 +41,12 @@ std::shared_ptr<Workspace> WorkspacePool::acquire() {
       if (room && (!large || !state->large_idle)) {
         state->large_idle |= large;
         state->idle.push_back(std::move(owned));
+        if (trimmed) malloc_trim(0);
         return;
       }
     }
     owned.reset();
-    if (large) malloc_trim(0);
+    if (large || trimmed) malloc_trim(0);
   });
 }
 

@@ -8,6 +8,7 @@ BindingArgs WireDecoder::decode_binding_args(const std::string& body) {
   using namespace wire;
   BindingArgs args;
   od::document doc = take(impl_->iterate(body), "", "a JSON object");
+  validate_document(doc);  // including the fields not read
   for (auto f : take(doc.get_object(), "", "a JSON object (ExtenderBindingArgs)")) {
     std::string_view key = field_key(f, "");
     std::string* target = nullptr;
@@ -18,7 +19,6 @@ BindingArgs WireDecoder::decode_binding_args(const std::string& body) {
     if (target) target->assign(take_string(f.value(), key));
   }
   wire::reject_trailing_content(doc);
-  impl_->validate_body(body);  // small: all of it at once, including the fields not read
   if (args.pod_name.empty()) throw DecodeError("PodName", "missing");
   if (args.pod_namespace.empty()) throw DecodeError("PodNamespace", "missing");
   if (args.node.empty()) throw DecodeError("Node", "missing");

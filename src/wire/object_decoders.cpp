@@ -144,11 +144,15 @@ void decode_resource_list(od::value list, const ResourceTable& table, ResourceAm
 }
 
 void decode_pod(od::value pod, const ViewSchema& schema, PodRequest& out, PodScratch& scratch) {
+  decode_pod(take_object(pod, ""), schema, out, scratch);
+}
+
+void decode_pod(od::object pod, const ViewSchema& schema, PodRequest& out, PodScratch& scratch) {
   out = PodRequest{};
   ResourceAmounts overhead;
   scratch.containers.clear();
   scratch.init_containers.clear();
-  for (auto f : take_object(pod, "")) {
+  for (auto f : pod) {
     std::string_view key = field_key(f, "");
     if (equals_ignore_case(key, "metadata")) {
       try {
@@ -204,7 +208,12 @@ void decode_extender_pod(od::value pod, bool& seen, const ViewSchema& schema, Po
   seen = true;
   if (take_null(pod, "Pod")) throw DecodeError("Pod", "must not be null");
   try {
-    decode_pod(pod, schema, out, scratch);
+    // Read twice, both times over the index On Demand has built: once whole to validate it (the
+    // decoder skips most of a pod), then to decode it.
+    od::object object = take_object(pod, "");
+    validate_members(object, "");
+    take(object.reset(), "", "an object");
+    decode_pod(object, schema, out, scratch);
   } catch (DecodeError& e) {
     throw e.within("Pod");
   }

@@ -15,9 +15,11 @@ struct PodScratch {
 };
 
 void decode_pod(od::value pod, const ViewSchema& schema, PodRequest& out, PodScratch& scratch);
+void decode_pod(od::object pod, const ViewSchema& schema, PodRequest& out, PodScratch& scratch);
 void decode_node(od::value node, const ViewSchema& schema, NodeView& out);
 void decode_node(od::object node, const ViewSchema& schema, NodeView& out);
-// The "Pod" of an extender body (ExtenderArgs, ExtenderPreemptionArgs): once, not null, errors under "Pod".
+// The "Pod" of an extender body (ExtenderArgs, ExtenderPreemptionArgs): once, not null, validated
+// throughout, errors under "Pod".
 void decode_extender_pod(od::value pod, bool& seen, const ViewSchema& schema, PodRequest& out, PodScratch& scratch);
 
 // A resource list ({"nvidia.com/gpu":"2",...}): tracked resources into `out`. With `validate_all`,

@@ -62,6 +62,7 @@ const PreemptionArgs& WireDecoder::decode_preemption_args(const std::string& bod
   PreemptionArgs& args = impl_->preemption;
   args = PreemptionArgs{};
   od::document doc = take(impl_->iterate(body), "", "a JSON object");
+  validate_document(doc);  // including the fields not read
   bool seen_pod = false, has_full = false, has_meta = false;
   for (auto f : take(doc.get_object(), "", "a JSON object (ExtenderPreemptionArgs)")) {
     std::string_view key = field_key(f, "");
@@ -77,7 +78,6 @@ const PreemptionArgs& WireDecoder::decode_preemption_args(const std::string& bod
     }
   }
   reject_trailing_content(doc);
-  impl_->validate_body(body);  // the victims of a few nodes: all of it at once, including the fields not read
   if (!seen_pod) throw DecodeError("Pod", "missing");
   if (!has_full && !has_meta)
     throw DecodeError("NodeNameToVictims", "neither NodeNameToVictims nor NodeNameToMetaVictims is given");

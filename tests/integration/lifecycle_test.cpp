@@ -221,3 +221,35 @@ TEST_CASE("bounds: 128 idle and 64 half-sent connections do not starve /filter o
                   << " KiB with 192 connections held");
   for (int fd : idle) close(fd);
 }
+
+TEST_CASE("bounds: large bodies in flight wait for the memory budget, then get 503, never an OOM") {
+  const int metrics_port = metrics_port_for_test(4);
+  // Room for exactly one 1 MiB body (6 bytes charged per body byte).
+  ExtenderProcess p({"--max-body-bytes", "1048576", "--memory-budget-bytes", "6291456", "--metrics-port",
+                     std::to_string(metrics_port)});
+  auto metric = [&](const std::string& series) {
+    return test_support::value_of(test_support::scrape(metrics_port), series);
+  };
+  std::string big = test_support::sample("filter-gpu-full.json");
+  big.append(1048576 - big.size(), ' ');  // 1 MiB: charged the whole budget
+  SlowRequest holder(p.port(), big);      // half sent: holds its charge
+  REQUIRE(wait_for([&] { return metric("gpu_extender_memory_budget_bytes{state=\"in_use\"}") == 6291456; }));
+
+  // A second body finds no room, waits, and is refused after 5 s with Retry-After.
+  httplib::Client client("127.0.0.1", p.port());
+  client.set_read_timeout(std::chrono::seconds(30));
+  auto refused = client.Post("/filter", test_support::sample("filter-gpu-full.json"), "application/json");
+  REQUIRE(refused);
+  CHECK(refused->status == 503);
+  CHECK(refused->get_header_value("Retry-After") == "1");
+  CHECK(refused->body.find("--memory-budget-bytes") != std::string::npos);
+  CHECK(metric("gpu_extender_memory_budget_waits_total") == 1);
+  CHECK(metric("gpu_extender_memory_budget_refusals_total") == 1);
+
+  // The holder is served, its charge given back, and the next body goes through at once.
+  CHECK(holder.finish() == "HTTP/1.1 200 OK");
+  REQUIRE(wait_for([&] { return metric("gpu_extender_memory_budget_bytes{state=\"in_use\"}") == 0; }));
+  auto served = client.Post("/filter", test_support::sample("filter-gpu-full.json"), "application/json");
+  REQUIRE(served);
+  CHECK(served->status == 200);
+}

@@ -31,4 +31,9 @@ TEST_CASE("cli: invalid flags name the flag") {
   CHECK(parse_cli({"--port"}).error == "--port needs a value");
   CHECK(parse_cli({"--log-level", "loud"}).error == "invalid value \"loud\" for --log-level");
   CHECK(parse_cli({"--max-body-bytes", "10"}).error == "invalid value \"10\" for --max-body-bytes");
+  // The memory budget must hold one largest body (6 bytes charged per body byte).
+  CHECK(parse_cli({"--max-body-bytes", "200000000"}).error ==
+        "--memory-budget-bytes 671088640 cannot hold one body of --max-body-bytes 200000000: it needs at least 6 "
+        "times as much");
+  CHECK(parse_cli({"--max-body-bytes", "200000000", "--memory-budget-bytes", "1200000000"}).options);
 }

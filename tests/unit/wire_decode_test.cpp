@@ -226,3 +226,11 @@ TEST_CASE("decode: node names are read in place, and escaped ones are unescaped"
   CHECK(args.node_names[2] == "nöde-c");
   CHECK(decode_error_of(R"({"Pod":{},"NodeNames":["a",7]})") == "NodeNames[1]: expected a string");
 }
+
+TEST_CASE("decode: a string followed by ':' in a part not read is not taken for a key") {
+  // On Demand steps over an unread string followed by ':' as if it were a key (found by fuzzing).
+  CHECK(decode_error_of(R"({"Pod":{"a":"b":"c"}},"NodeNames":[]})").find("not valid JSON") != std::string::npos);
+  CHECK(decode_error_of("{\"Pod\":" + kPod + R"(,"Nodes":{"items":[{"metadata":{"name":"n","x":"a":"b"}}]}})")
+            .rfind("Nodes.items[0].metadata: malformed JSON (The JSON document has an improper structure", 0) == 0);
+  CHECK(decode_error_of("{\"Pod\":" + kPod + R"(,"NodeNames":[],"x":{"y":"a":"b"}})").rfind("x: not valid JSON", 0) == 0);
+}
