@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
+#include "../unit/test_support.h"
 #include "extender_process.h"
 #include "fake_api_server.h"
 #include "scheduler_driver.h"
@@ -27,7 +28,7 @@ struct BurstCluster {
     std::vector<std::string> args = api.extender_args();
     if (const char* wait = std::getenv("BURST_TEST_BIND_WAIT_MS")) args.insert(args.end(), {"--bind-wait-ms", wait});
     extender = std::make_unique<ExtenderProcess>(args);
-    REQUIRE(wait_until([&] { return get("/readyz") == 200; }));
+    REQUIRE(test_support::eventually([&] { return get("/readyz") == 200; }));
   }
   ~BurstCluster() { extender.reset(); }
 
@@ -35,14 +36,6 @@ struct BurstCluster {
     httplib::Client client("127.0.0.1", extender->port());
     auto res = client.Get(path.c_str());
     return res ? res->status : 0;
-  }
-  static bool wait_until(const std::function<bool()>& condition) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-    while (!condition()) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return true;
   }
   // Nodes where the extender would let a pod requesting `aaa` pass, on its own view of usage. Asked
   // through /explain: a /filter would make the extender expect this probe's /bind.
@@ -71,7 +64,7 @@ struct BurstCluster {
   // Deletes the pods and waits until the extender's view has them gone (the next round starts empty).
   void delete_pods(const std::vector<json>& pods, int aaa_free_everywhere) {
     for (const auto& p : pods) api.delete_pod("burst", p["metadata"]["name"]);
-    REQUIRE(wait_until([&] { return passing(aaa_free_everywhere).size() >= 2; }));
+    REQUIRE(test_support::eventually([&] { return passing(aaa_free_everywhere).size() >= 2; }));
   }
   std::vector<Placement> schedule(const std::vector<json>& pods, bool names_mode, bool sequential, uint64_t seed) {
     DriverOptions options;

@@ -34,14 +34,7 @@ class TempDir {
   std::string path_;
 };
 
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout = std::chrono::seconds(15)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
-  return condition();
-}
+using test_support::eventually;
 
 json post_json(ExtenderProcess& p, const std::string& path, const json& body, int* status = nullptr) {
   httplib::Client client("127.0.0.1", p.port());

@@ -69,13 +69,7 @@ std::map<std::string, int> scores(int port) {
   return out;
 }
 
-bool eventually(const std::function<bool()>& condition) {
-  for (int i = 0; i < 150; ++i) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return condition();
-}
+using test_support::eventually;
 
 }  // namespace
 
@@ -133,12 +127,7 @@ double connections(int metrics_port, const char* state) {
   return test_support::value_of(test_support::scrape(metrics_port),
                                 std::string("gpu_extender_http_connections{state=\"") + state + "\"}");
 }
-bool wait_for(const std::function<bool()>& condition) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!condition() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  return condition();
-}
+bool wait_for(const std::function<bool()>& condition) { return eventually(condition, std::chrono::seconds(10)); }
 int metrics_port_for_test(int offset) { return 20000 + static_cast<int>(getpid() % 20000) + offset; }
 }  // namespace
 

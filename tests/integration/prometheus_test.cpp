@@ -85,14 +85,7 @@ class PrometheusServer {
   pid_t pid_ = -1;
 };
 
-bool eventually(const std::function<bool()>& condition, std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return condition();
-}
+using test_support::eventually;
 
 void traffic(ExtenderProcess& p) {
   httplib::Client client("127.0.0.1", p.port());

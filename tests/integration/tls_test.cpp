@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "../unit/test_support.h"
 #include "extender_process.h"
 #include "fake_api_server.h"
 #include "raw_connection.h"
@@ -79,10 +80,7 @@ TEST_CASE("tls: a certificate renewed on disk is served without a restart") {
   REQUIRE(first.find("Fingerprint") != std::string::npos);
   make_cert("second");
   std::string now = first;
-  for (int i = 0; i < 40 && now == first; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    now = served_fingerprint(p.port());
-  }
+  test_support::eventually([&] { return (now = served_fingerprint(p.port())) != first; }, std::chrono::seconds(10));
   CHECK(now.find("Fingerprint") != std::string::npos);
   CHECK(now != first);
   CHECK(p.log().find("TLS certificate reloaded") != std::string::npos);

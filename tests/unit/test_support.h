@@ -1,6 +1,9 @@
 #pragma once
 // Helpers shared by the unit tests: files, the default policy, and small builders of views.
+#include <chrono>
 #include <fstream>
+#include <functional>
+#include <thread>
 #include <sstream>
 #include <string>
 
@@ -10,6 +13,19 @@
 #include "gpu_extender/wire.h"
 
 namespace test_support {
+
+// Polls `condition` until it holds or `timeout` passes, and says whether it held. For states another
+// process or thread reaches in its own time (a reload, a watch, a gauge): the condition decides what
+// happened, the pause between looks only how often it is asked.
+inline bool eventually(const std::function<bool()>& condition,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(15)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return condition();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
 
 inline std::string source_path(const std::string& relative) {
   return std::string(GPU_EXTENDER_SOURCE_DIR) + "/" + relative;
