@@ -48,6 +48,10 @@ struct VerbSummary {
   size_t nodes_out = 0;    // filter: passing nodes
   std::string top_scores;  // prioritize: "node-a=10 node-b=9 node-c=7"
   std::string error;       // set when the request failed
+  // Why, in a word, when the error is answered inside a 200 (the protocol's Error field): counted in
+  // gpu_extender_answer_errors_total, since kube-scheduler only logs it. no_node_cache, bind_no_api,
+  // bind_refused, bind_failed.
+  std::string error_cause;
   std::vector<std::pair<std::string_view, size_t>> rejections;  // filter: refused nodes per rule
   std::string bind_result;  // bind: bound | failed | refused | no_api
   double bind_wait_ms = 0;  // filter, prioritize: time spent waiting for another pod's /bind

@@ -125,6 +125,7 @@ int ExtenderService::filter(Workspace& ws, VerbSummary& summary) const {
     // ExtenderFilterResult has an Error field, and the scheduler logs it (it drops non-200 bodies).
     encode_filter_error(kNoNodeCache, ws.answer);
     summary.error = std::string(kNoNodeCache);
+    summary.error_cause = "no_node_cache";
     return 200;
   }
   ws.policy->filter(args->pod, ws.inputs, ws.verdicts);
@@ -193,8 +194,12 @@ int ExtenderService::bind(Workspace& ws, VerbSummary& summary) const {
   summary.pod = args.pod_namespace + "/" + args.pod_name;
   summary.nodes_in = 1;
   const std::string error = bind_pod(args, summary);
-  if (error.empty()) summary.nodes_out = 1;
-  else summary.error = error;
+  if (error.empty()) {
+    summary.nodes_out = 1;
+  } else {
+    summary.error = error;
+    summary.error_cause = "bind_" + summary.bind_result;  // no_api, refused, failed
+  }
   encode_error_object(error, ws.answer);
   return 200;
 }

@@ -104,6 +104,11 @@ struct Metrics::Impl {
           .Name("gpu_extender_filter_rejections_total")
           .Help("Nodes refused by /filter, by the rule that refused them (nodeCache: not in the node cache).")
           .Register(*registry);
+  prometheus::Family<prometheus::Counter>& answer_errors =
+      prometheus::BuildCounter()
+          .Name("gpu_extender_answer_errors_total")
+          .Help("Errors answered inside a 200 (the protocol's Error field; kube-scheduler only logs them), by verb and cause.")
+          .Register(*registry);
   prometheus::Family<prometheus::Counter>& binds =
       prometheus::BuildCounter().Name("gpu_extender_binds_total").Help("Bind requests by result.").Register(*registry);
   prometheus::Family<prometheus::Counter>& preemption =
@@ -136,6 +141,10 @@ Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
   for (const char* result : {"success", "failure"}) impl_->reloads.Add({{"result", result}});
   for (const char* result : {"bound", "failed", "refused", "no_api"}) impl_->binds.Add({{"result", result}});
   for (const char* outcome : {"kept", "dropped"}) impl_->preemption.Add({{"outcome", outcome}});
+  // Present from the start, so that rate() and the dashboard see a zero rather than no series.
+  impl_->answer_errors.Add({{"verb", "filter"}, {"cause", "no_node_cache"}});
+  for (const char* cause : {"bind_no_api", "bind_refused", "bind_failed"})
+    impl_->answer_errors.Add({{"verb", "bind"}, {"cause", cause}});
   impl_->build.Add({{"version", std::string(version())}, {"commit", std::string(git_commit())}}).Set(1);
 }
 
@@ -152,6 +161,10 @@ void Metrics::observe(std::string_view verb, int status, double seconds, size_t 
   for (const auto& [rule, count] : summary.rejections)
     impl_->rejections.Add({{"reason", std::string(rule)}}).Increment(static_cast<double>(count));
   if (!summary.bind_result.empty()) impl_->binds.Add({{"result", summary.bind_result}}).Increment();
+  if (status == 200 && !summary.error.empty())
+    impl_->answer_errors
+        .Add({{"verb", std::string(verb)}, {"cause", summary.error_cause.empty() ? "other" : summary.error_cause}})
+        .Increment();
   if (verb == "preempt" && status == 200 && summary.error.empty()) {
     impl_->preemption.Add({{"outcome", "kept"}}).Increment(static_cast<double>(summary.nodes_out));
     impl_->preemption.Add({{"outcome", "dropped"}}).Increment(static_cast<double>(summary.nodes_in - summary.nodes_out));

@@ -53,7 +53,12 @@ TEST_CASE("metrics: the packed-resource rule, 4xx codes, binds without API, proc
   REQUIRE(post(p, "/prioritize", "{\"Pod\":") == 400);
   REQUIRE(post(p, "/filter", std::string(5000, ' ')) == 413);
   REQUIRE(post(p, "/bind", test_support::sample("bind.json")) == 200);
+  // Names mode without a node cache: an Error inside a 200, which kube-scheduler only logs.
+  REQUIRE(post(p, "/filter", R"({"Pod":{"metadata":{"name":"p"}},"NodeNames":["n1"]})") == 200);
   const auto after = scrape(p.port());
+  CHECK(delta(before, after, R"(gpu_extender_answer_errors_total{cause="bind_no_api",verb="bind"})") == 1);
+  CHECK(delta(before, after, R"(gpu_extender_answer_errors_total{cause="no_node_cache",verb="filter"})") == 1);
+  CHECK(delta(before, after, R"(gpu_extender_requests_total{code="200",verb="filter"})") == 2);
   CHECK(delta(before, after, R"(gpu_extender_filter_rejections_total{reason="packedResourceFit"})") == 1);
   CHECK(delta(before, after, R"(gpu_extender_requests_total{code="400",verb="prioritize"})") == 1);
   CHECK(delta(before, after, R"(gpu_extender_requests_total{code="413",verb="filter"})") == 1);
