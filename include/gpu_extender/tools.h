@@ -13,8 +13,4 @@ namespace gpu_extender {
 int run_explain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_simulate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
-// A Kubernetes object file as JSON text: JSON as it is, YAML (kubectl get -o yaml) converted.
-// Throws std::runtime_error naming the file.
-std::string load_object_file(const std::string& path);
-
 }  // namespace gpu_extender

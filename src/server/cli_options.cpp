@@ -21,6 +21,10 @@ bool parse_number(const std::string& text, T& out, T min, T max) {
 
 std::string cli_usage() {
   return R"(Usage: gpu-extender [flags]
+       gpu-extender explain [flags]    why each node passes or fails for one pod, how it scores
+                                       (from the live cluster with --kubeconfig and --pod NS/NAME)
+       gpu-extender simulate [flags]   place pods one after another on a cluster from files
+       gpu-extender COMMAND --help     a command's own flags
 
 A GPU-aware kube-scheduler extender: POST /filter, /prioritize, /bind, /preempt.
 
@@ -29,7 +33,7 @@ Flags:
   --port N               port to listen on (default 8888)
   --policy FILE          policy file, YAML or JSON (default: the embedded policy,
                          extender-config/policy.yaml)
-  --pods-snapshot FILE   GPUs and custom resources in use, from `kubectl get pods -A -o json`
+  --pods-snapshot FILE   GPUs and custom resources in use, from `kubectl get pods -A -o json` (or -o yaml)
                          (default: usage unknown, treated as nothing in use)
   --log-level LEVEL      trace, debug, info, warn, error (default info)
   --log-format FORMAT    text or json (one JSON object per line) (default text)

@@ -1,20 +1,56 @@
 // gpu-extender explain: why each node won or lost, for one pod.
 #include "gpu_extender/explain.h"
+#include "gpu_extender/file_text.h"
 #include "gpu_extender/tools.h"
 #include "tool_inputs.h"
 
 namespace gpu_extender {
 
+namespace {
+constexpr const char* kExplainUsage = R"(Usage: gpu-extender explain [flags]
+
+Why each node passes or fails the policy for one pod, and how it scores: the server's own engine.
+
+From the live cluster ("why is my pod pending"):
+  --kubeconfig FILE      read the pod, the nodes and what is in use from the API (current-context;
+                         the user needs get/list on pods and nodes)
+  --pod NAMESPACE/NAME   the pod
+
+From files (kubectl get -o json or -o yaml):
+  --args FILE            an ExtenderArgs body (what kube-scheduler sent to /filter), or:
+  --pod FILE             a Pod, with
+  --nodes FILE           a NodeList
+  --pods-snapshot FILE   what is in use: kubectl get pods -A (default with files: nothing in use;
+                         with --kubeconfig it replaces the live pods)
+
+  --policy FILE          the policy (default: the embedded one)
+  --format table|json    (default table)
+  --help                 print this help and exit
+)";
+}  // namespace
+
 int run_explain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (tools::wants_help(args)) {
+    out << kExplainUsage;
+    return 0;
+  }
   try {
-    const tools::Flags flags =
-        tools::parse_flags(args, {"--args", "--pod", "--nodes", "--pods-snapshot", "--policy", "--format"});
+    const tools::Flags flags = tools::parse_flags(
+        args, {"--args", "--pod", "--nodes", "--pods-snapshot", "--policy", "--format", "--kubeconfig"});
     const auto policy = tools::load_policy(flags);
     const ViewSchema& schema = policy->schema();
     tools::Document args_doc, pod_doc, nodes_doc;
+    tools::LiveCluster live;
     PodRequest pod;
     std::vector<NodeView> nodes;
-    if (const std::string path = flags.get("--args"); !path.empty()) {
+    std::optional<UsageByNode> usage;
+    if (const std::string kubeconfig = flags.get("--kubeconfig"); !kubeconfig.empty()) {
+      if (flags.get("--pod").empty()) throw std::runtime_error("--kubeconfig needs --pod NAMESPACE/NAME");
+      tools::load_live_cluster(kubeconfig, flags.get("--pod"), schema, live);
+      pod = live.pod;
+      nodes = live.nodes;
+      usage = live.usage;
+    } else if (const std::string path = flags.get("--args"); !path.empty()) {
       args_doc.json = load_object_file(path);
       try {
         const ExtenderArgs& decoded = args_doc.decoder.decode_extender_args(args_doc.json, schema);
@@ -29,9 +65,11 @@ int run_explain(const std::vector<std::string>& args, std::ostream& out, std::os
       pod = tools::load_pod(flags.get("--pod"), schema, pod_doc);
       nodes = tools::load_nodes(flags.get("--nodes"), schema, nodes_doc);
     } else {
-      throw std::runtime_error("give --args FILE (an ExtenderArgs body), or --pod FILE and --nodes FILE");
+      throw std::runtime_error(
+          "give --kubeconfig FILE and --pod NAMESPACE/NAME, or --args FILE (an ExtenderArgs body), or --pod FILE and "
+          "--nodes FILE (see --help)");
     }
-    const std::optional<UsageByNode> usage = tools::load_usage(flags, schema);
+    if (std::optional<UsageByNode> snapshot = tools::load_usage(flags, schema)) usage = std::move(snapshot);
     std::vector<NodeInput> inputs;
     for (const NodeView& n : nodes) {
       std::optional<ResourceAmounts> used;

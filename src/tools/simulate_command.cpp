@@ -10,7 +10,26 @@
 
 namespace gpu_extender {
 
+namespace {
+constexpr const char* kSimulateUsage = R"(Usage: gpu-extender simulate [flags]
+
+Places pods one after another as the scheduler would with this policy (filter, score, best node,
+counted on it), on a cluster described by files (kubectl get -o json or -o yaml).
+
+  --nodes FILE           a NodeList
+  --place FILE           a PodList: the pods to place, in order
+  --pods-snapshot FILE   what is in use before (kubectl get pods -A; default: nothing)
+  --policy FILE          the policy (default: the embedded one)
+  --format table|json    (default table)
+  --help                 print this help and exit
+)";
+}  // namespace
+
 int run_simulate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (tools::wants_help(args)) {
+    out << kSimulateUsage;
+    return 0;
+  }
   try {
     const tools::Flags flags = tools::parse_flags(args, {"--nodes", "--pods-snapshot", "--place", "--policy", "--format"});
     if (flags.get("--nodes").empty() || flags.get("--place").empty())

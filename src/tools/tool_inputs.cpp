@@ -2,7 +2,10 @@
 
 #include <stdexcept>
 
+#include "gpu_extender/file_text.h"
+#include "gpu_extender/kube_config.h"
 #include "gpu_extender/tools.h"
+#include "kube/api_client.h"
 
 namespace gpu_extender::tools {
 
@@ -73,6 +76,52 @@ std::optional<UsageByNode> load_usage(const Flags& flags, const ViewSchema& sche
   const std::string path = flags.get("--pods-snapshot");
   if (path.empty()) return std::nullopt;
   return PodsSnapshotUsage::from_text(load_object_file(path), schema, path)->by_node();
+}
+
+bool wants_help(const std::vector<std::string>& args) {
+  for (const std::string& a : args)
+    if (a == "--help" || a == "-h") return true;
+  return false;
+}
+
+namespace {
+// One GET of the API; its body, or an error naming the call.
+std::string api_get(const kube::ApiClient& client, const std::string& path, const std::string& what) {
+  const kube::ApiResponse res = client.get(path, std::chrono::seconds(60));
+  if (!res.ok()) {
+    std::string hint;
+    if (res.status == 403) hint = " (the kubeconfig's user may not " + what + ": it needs get/list on pods and nodes)";
+    if (res.status == 404) hint = " (no such object)";
+    throw std::runtime_error("GET " + path + ": " + res.describe() + hint);
+  }
+  return res.body;
+}
+}  // namespace
+
+void load_live_cluster(const std::string& kubeconfig, const std::string& pod_ref, const ViewSchema& schema,
+                       LiveCluster& out) {
+  const size_t slash = pod_ref.find('/');
+  const std::string ns = slash == std::string::npos ? "default" : pod_ref.substr(0, slash);
+  const std::string name = slash == std::string::npos ? pod_ref : pod_ref.substr(slash + 1);
+  if (ns.empty() || name.empty() || name.find('/') != std::string::npos)
+    throw std::runtime_error("--pod " + pod_ref + ": with --kubeconfig, --pod is NAMESPACE/NAME");
+  const kube::ApiClient client(kubeconfig_endpoint(kubeconfig));
+  const std::string pod_path = "/api/v1/namespaces/" + ns + "/pods/" + name;
+  out.pod_doc.json = api_get(client, pod_path, "get pods");
+  try {
+    out.pod = out.pod_doc.decoder.decode_pod_object(out.pod_doc.json, schema);
+  } catch (const DecodeError& e) {
+    throw std::runtime_error("GET " + pod_path + ": " + e.what());
+  }
+  out.nodes_doc.json = api_get(client, "/api/v1/nodes", "list nodes");
+  try {
+    out.nodes_doc.decoder.decode_node_list(out.nodes_doc.json, schema, [&](const NodeView& n) { out.nodes.push_back(n); });
+  } catch (const DecodeError& e) {
+    throw std::runtime_error("GET /api/v1/nodes: " + std::string(e.what()));
+  }
+  // Pods that hold resources: bound and not finished (the snapshot counts the same way).
+  const std::string pods_path = "/api/v1/pods?fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed";
+  out.usage = PodsSnapshotUsage::from_text(api_get(client, pods_path, "list pods"), schema, "GET /api/v1/pods")->by_node();
 }
 
 }  // namespace gpu_extender::tools

@@ -39,4 +39,20 @@ PodRequest load_pod(const std::string& path, const ViewSchema& schema, Document&
 // What is in use on each node, from a pods snapshot; nullopt without --pods-snapshot (unknown).
 std::optional<UsageByNode> load_usage(const Flags& flags, const ViewSchema& schema);
 
+// True when the arguments ask for help (--help or -h anywhere).
+bool wants_help(const std::vector<std::string>& args);
+
+// One pod, the nodes and what is in use on them, read from a live cluster: GET the pod, list the
+// nodes, list the pods that are not finished (as the extender's own watch counts them).
+struct LiveCluster {
+  Document pod_doc, nodes_doc;
+  PodRequest pod;
+  std::vector<NodeView> nodes;
+  UsageByNode usage;
+};
+// `pod_ref` is NAMESPACE/NAME (or NAME in namespace default). Throws std::runtime_error saying which
+// call failed and why (403: the RBAC the kubeconfig's user lacks).
+void load_live_cluster(const std::string& kubeconfig, const std::string& pod_ref, const ViewSchema& schema,
+                       LiveCluster& out);
+
 }  // namespace gpu_extender::tools

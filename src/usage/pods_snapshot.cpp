@@ -6,9 +6,7 @@
 namespace gpu_extender {
 
 std::unique_ptr<PodsSnapshotUsage> PodsSnapshotUsage::load(const std::string& path, const ViewSchema& schema) {
-  const std::optional<std::string> text = read_file_text(path);
-  if (!text) throw std::runtime_error(path + ": cannot be read");
-  return from_text(*text, schema, path);
+  return from_text(load_object_file(path), schema, path);  // kubectl get pods -A -o json, or -o yaml
 }
 
 std::unique_ptr<PodsSnapshotUsage> PodsSnapshotUsage::from_text(const std::string& text, const ViewSchema& schema,

@@ -11,13 +11,15 @@
 
 #include "../unit/test_support.h"
 #include "extender_process.h"
+#include "fake_api_server.h"
 
 using test_support::ExtenderProcess;
 
 namespace {
 
-std::vector<YAML::Node> rendered_manifests() {
-  const std::string cmd = "kubectl kustomize " + test_support::source_path("manifests") + " 2>&1";
+// What `kubectl apply -k DIR` would install (DIR relative to the source tree: the base, or an overlay).
+std::vector<YAML::Node> rendered_manifests(const std::string& dir = "manifests") {
+  const std::string cmd = "kubectl kustomize " + test_support::source_path(dir) + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   REQUIRE(pipe);
   std::string out;
@@ -198,9 +200,10 @@ TEST_CASE("deploy: the scheduler reaches the extender's Service, with verbs the 
 }
 
 TEST_CASE("deploy: every scheduler configuration variant is complete") {
-  for (const char* file : {"scheduler-config-node-cache.yaml", "scheduler-config-full-nodes.yaml", "scheduler-config-https.yaml"}) {
+  for (const char* file : {"extender-config/scheduler-config-node-cache.yaml", "extender-config/scheduler-config-full-nodes.yaml",
+                           "overlays/https/scheduler-config-https.yaml"}) {
     INFO(file);
-    const YAML::Node config = YAML::LoadFile(test_support::source_path(std::string("extender-config/") + file));
+    const YAML::Node config = YAML::LoadFile(test_support::source_path(file));
     CHECK(config["kind"].as<std::string>() == "KubeSchedulerConfiguration");
     const YAML::Node ext = config["extenders"][0];
     CHECK(ext["filterVerb"].as<std::string>() == "filter");
@@ -218,7 +221,7 @@ TEST_CASE("deploy: every scheduler configuration variant is complete") {
     // Full-node mode has no node cache, so no preemption; the others have both.
     CHECK(ext["nodeCacheCapable"].as<bool>() == static_cast<bool>(ext["preemptVerb"]));
   }
-  const YAML::Node https = YAML::LoadFile(test_support::source_path("extender-config/scheduler-config-https.yaml"));
+  const YAML::Node https = YAML::LoadFile(test_support::source_path("overlays/https/scheduler-config-https.yaml"));
   CHECK(https["extenders"][0]["enableHTTPS"].as<bool>());
   CHECK(https["extenders"][0]["tlsConfig"]["certFile"]);
 }
@@ -248,3 +251,132 @@ TEST_CASE("deploy: the NetworkPolicy admits the scheduler to the verbs and monit
   CHECK(monitor["spec"]["endpoints"][0]["port"].as<std::string>() == "metrics");
 }
 
+
+namespace {
+YAML::Node extender_container(const YAML::Node& deployment) {
+  return deployment["spec"]["template"]["spec"]["containers"][0];
+}
+// The value of --NAME=VALUE among a container's args ("" when absent).
+std::string arg_value(const YAML::Node& container, const std::string& name) {
+  for (const std::string& a : container_args(container))
+    if (a.rfind("--" + name + "=", 0) == 0) return a.substr(name.size() + 3);
+  return "";
+}
+// The mount path of the volume that holds `file`, and that volume's secret name ("" when none).
+std::string secret_holding(const YAML::Node& pod_spec, const YAML::Node& container, const std::string& file) {
+  for (const auto& mount : container["volumeMounts"]) {
+    const std::string dir = mount["mountPath"].as<std::string>();
+    if (file.rfind(dir + "/", 0) != 0) continue;
+    for (const auto& volume : pod_spec["volumes"])
+      if (volume["name"].as<std::string>() == mount["name"].as<std::string>() && volume["secret"])
+        return volume["secret"]["secretName"].as<std::string>();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("deploy: the image is named in one place, manifests/kustomization.yaml, for the base and every overlay") {
+  const YAML::Node kustomization = YAML::LoadFile(test_support::source_path("manifests/kustomization.yaml"));
+  REQUIRE(kustomization["images"].size() == 1);
+  const YAML::Node image = kustomization["images"][0];
+  const std::string expected = image["newName"].as<std::string>() + ":" + image["newTag"].as<std::string>();
+  CHECK(expected.find('/') != std::string::npos);  // a registry path, never a bare name Docker Hub would resolve
+  for (const char* dir : {"manifests", "overlays/https", "overlays/gke"}) {
+    INFO(dir);
+    const auto docs = rendered_manifests(dir);
+    const YAML::Node* extender = find(docs, "Deployment", "gpu-extender");
+    REQUIRE(extender);
+    CHECK(extender_container(*extender)["image"].as<std::string>() == expected);
+  }
+}
+
+TEST_CASE("deploy: the HTTPS overlay serves mutual TLS on its own Service port, probes on the metrics port") {
+  const auto docs = rendered_manifests("overlays/https");
+  const YAML::Node* service = find(docs, "Service", "gpu-extender");
+  const YAML::Node* extender = find(docs, "Deployment", "gpu-extender");
+  const YAML::Node* scheduler = find(docs, "Deployment", "gpu-scheduler");
+  const YAML::Node* config_map = find(docs, "ConfigMap", "gpu-scheduler-config");
+  const YAML::Node* policy = find(docs, "NetworkPolicy", "gpu-extender");
+  REQUIRE((service && extender && scheduler && config_map && policy));
+  const YAML::Node container = extender_container(*extender);
+  const YAML::Node extender_pod = (*extender)["spec"]["template"]["spec"];
+
+  // The Service: https on 8443 to the container's port of that name, no plain verb port left.
+  std::map<std::string, std::string> service_ports, container_ports;  // name -> port
+  for (const auto& port : (*service)["spec"]["ports"]) service_ports[port["name"].as<std::string>()] = port["port"].as<std::string>();
+  for (const auto& port : container["ports"]) container_ports[port["name"].as<std::string>()] = port["containerPort"].as<std::string>();
+  CHECK(service_ports == std::map<std::string, std::string>{{"https", "8443"}, {"metrics", "9090"}});
+  CHECK(container_ports == std::map<std::string, std::string>{{"https", "8443"}, {"metrics", "9090"}});
+  CHECK(arg_value(container, "port") == "8443");
+  // Certificate, key and client CA all come from the extender's Secret.
+  for (const char* flag : {"tls-cert-file", "tls-key-file", "tls-client-ca-file"}) {
+    INFO(flag);
+    CHECK(secret_holding(extender_pod, container, arg_value(container, flag)) == "gpu-extender-tls");
+  }
+  for (const char* probe : {"livenessProbe", "readinessProbe"}) CHECK(container[probe]["httpGet"]["port"].as<std::string>() == "metrics");
+  // Only the scheduler reaches the verbs, now on https.
+  CHECK((*policy)["spec"]["ingress"][0]["ports"][0]["port"].as<std::string>() == "https");
+
+  // The scheduler calls the Service's https port over TLS with its own certificate, from its Secret.
+  const YAML::Node config = YAML::Load((*config_map)["data"]["config.yaml"].as<std::string>());
+  const YAML::Node ext = config["extenders"][0];
+  CHECK(ext["urlPrefix"].as<std::string>() == "https://gpu-extender.gpu-extender.svc:" + service_ports["https"]);
+  CHECK(ext["enableHTTPS"].as<bool>());
+  CHECK(ext["tlsConfig"]["serverName"].as<std::string>() == "gpu-extender.gpu-extender.svc");
+  const YAML::Node scheduler_pod = (*scheduler)["spec"]["template"]["spec"];
+  for (const char* file : {"caFile", "certFile", "keyFile"}) {
+    INFO(file);
+    CHECK(secret_holding(scheduler_pod, scheduler_pod["containers"][0], ext["tlsConfig"][file].as<std::string>()) ==
+          "gpu-scheduler-tls");
+  }
+
+  // The real binary takes these args (the Secret's files replaced by the test's certificate).
+  const auto& cert = test_support::TestCertificate::get();
+  std::vector<std::string> args{"--check-config"};
+  for (std::string a : container_args(container)) {
+    if (a.rfind("--policy=", 0) == 0) continue;  // the embedded policy is the ConfigMap's (checked above)
+    if (a.rfind("--tls-cert-file=", 0) == 0 || a.rfind("--tls-client-ca-file=", 0) == 0) a = a.substr(0, a.find('=') + 1) + cert.cert_file;
+    if (a.rfind("--tls-key-file=", 0) == 0) a = "--tls-key-file=" + cert.key_file;
+    args.push_back(a);
+  }
+  const auto dry_run = test_support::run_binary(args);
+  INFO(dry_run.output);
+  CHECK(dry_run.exit_code == 0);
+}
+
+TEST_CASE("deploy: the GKE overlay's quota admits the scheduler's priority class in its namespace") {
+  const auto docs = rendered_manifests("overlays/gke");
+  const YAML::Node* scheduler = find(docs, "Deployment", "gpu-scheduler");
+  const YAML::Node* quota = find(docs, "ResourceQuota", "gpu-extender-critical-pods");
+  REQUIRE((scheduler && quota));
+  const std::string priority_class = (*scheduler)["spec"]["template"]["spec"]["priorityClassName"].as<std::string>();
+  CHECK((*quota)["metadata"]["namespace"].as<std::string>() == (*scheduler)["metadata"]["namespace"].as<std::string>());
+  const YAML::Node scope = (*quota)["spec"]["scopeSelector"]["matchExpressions"][0];
+  CHECK(scope["scopeName"].as<std::string>() == "PriorityClass");
+  CHECK(scope["operator"].as<std::string>() == "In");
+  bool covered = false;
+  for (const auto& value : scope["values"]) covered |= value.as<std::string>() == priority_class;
+  CHECK(covered);
+  const int replicas = (*scheduler)["spec"]["replicas"] ? (*scheduler)["spec"]["replicas"].as<int>() : 1;
+  CHECK((*quota)["spec"]["hard"]["pods"].as<int>() >= 2 * replicas);  // room for a rolling update
+  CHECK(rendered_manifests().size() + 1 == docs.size());                // the base, plus the quota
+}
+
+TEST_CASE("deploy: the kube-prometheus-stack overlay labels the ServiceMonitor for the chart's selector") {
+  const auto docs = rendered_manifests("overlays/kube-prometheus-stack");
+  const YAML::Node* monitor = find(docs, "ServiceMonitor", "gpu-extender");
+  const YAML::Node* dashboard = find(docs, "ConfigMap", "gpu-extender-dashboard");
+  REQUIRE((monitor && dashboard));
+  CHECK((*monitor)["metadata"]["labels"]["release"].as<std::string>() == "kube-prometheus-stack");
+  CHECK((*dashboard)["metadata"]["labels"]["grafana_dashboard"].as<std::string>() == "1");
+  // It scrapes a port the base Service has, and selects that Service.
+  const auto base = rendered_manifests();
+  const YAML::Node* service = find(base, "Service", "gpu-extender");
+  REQUIRE(service);
+  const std::string port = (*monitor)["spec"]["endpoints"][0]["port"].as<std::string>();
+  bool has_port = false;
+  for (const auto& p : (*service)["spec"]["ports"]) has_port |= p["name"].as<std::string>() == port;
+  CHECK(has_port);
+  for (const auto& kv : (*monitor)["spec"]["selector"]["matchLabels"])
+    CHECK((*service)["metadata"]["labels"][kv.first.as<std::string>()].as<std::string>() == kv.second.as<std::string>());
+}

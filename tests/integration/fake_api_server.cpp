@@ -213,10 +213,36 @@ std::vector<json> FakeApiServer::pods() const {
 
 bool FakeApiServer::matches(const std::string& resource, const json& object, const httplib::Request& req) {
   if (resource != "pods") return true;
-  // The only selector the extender uses: spec.nodeName!= (pods on a node).
-  if (req.get_param_value("fieldSelector") == "spec.nodeName!=")
-    return object["spec"].contains("nodeName") && !object["spec"]["nodeName"].get<std::string>().empty();
+  // The pod field selectors the extender uses, as the API server reads them: comma-separated terms,
+  // each field=value or field!=value, on spec.nodeName (pods on a node) or status.phase (not finished).
+  const std::string selector = req.get_param_value("fieldSelector");
+  size_t start = 0;
+  while (start < selector.size()) {
+    const size_t comma = std::min(selector.find(',', start), selector.size());
+    const std::string term = selector.substr(start, comma - start);
+    start = comma + 1;
+    const size_t op = term.find('=');
+    if (op == std::string::npos || op == 0) throw std::runtime_error("fake API server: bad field selector " + selector);
+    const bool negated = term[op - 1] == '!';
+    const std::string field = term.substr(0, negated ? op - 1 : op), value = term.substr(op + 1);
+    std::string actual;
+    if (field == "spec.nodeName") actual = object["spec"].value("nodeName", "");
+    else if (field == "status.phase") actual = object.contains("status") ? object["status"].value("phase", "") : "";
+    else throw std::runtime_error("fake API server: field selector on " + field + " is not supported");
+    if ((actual == value) == negated) return false;
+  }
   return true;
+}
+
+std::string FakeApiServer::write_kubeconfig() {
+  extender_args();  // makes the token file's directory
+  const std::string path = token_dir_ + "/kubeconfig";
+  std::ofstream(path) << "apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
+                      << "clusters:\n- name: fake\n  cluster:\n    server: " << url()
+                      << "\n    certificate-authority: " << TestCertificate::get().cert_file << "\n"
+                      << "users:\n- name: tester\n  user:\n    token: test-token\n"
+                      << "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: tester\n";
+  return path;
 }
 
 void FakeApiServer::list(const std::string& resource, const httplib::Request& req, httplib::Response& res) {

@@ -37,6 +37,8 @@ class FakeApiServer {
   // The flags that point a gpu-extender at this server: its URL, its CA, and a token file holding
   // "test-token" (written once, removed with the server).
   std::vector<std::string> extender_args();
+  // A kubeconfig (server, CA, token) for this server, written next to the token file; its path.
+  std::string write_kubeconfig();
 
   // Tokens the server accepts (others get 401).
   void accept_tokens(std::set<std::string> tokens);

@@ -343,3 +343,49 @@ TEST_CASE("kube: a 409 is success only for the very pod, already on that node") 
   CHECK(error.find("cannot bind pod ml/infer") == 0);
   CHECK(c.api.bindings().empty());  // neither call bound anything
 }
+
+TEST_CASE("explain: --kubeconfig and --pod NS/NAME explain a pending pod from the live cluster") {
+  FakeApiServer api;
+  api.put_node(make_node("a100-free", "A100", 4));
+  api.put_node(make_node("a100-busy", "A100", 4));
+  api.put_pod(make_pod("default", "running", "uid-run", "a100-busy", 3));              // 1 GPU left there
+  api.put_pod(make_pod("default", "finished", "uid-done", "a100-free", 4, 0, "Succeeded"));  // holds nothing
+  api.put_pod(make_pod("team-a", "train", "uid-train", "", 2));                        // the pending pod
+  const std::string kubeconfig = api.write_kubeconfig();
+
+  const auto r = test_support::run_binary(
+      {"explain", "--kubeconfig", kubeconfig, "--pod", "team-a/train", "--format", "json"});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const json e = json::parse(r.output.substr(r.output.find('{')));
+  CHECK(e["pod"] == "team-a/train");
+  CHECK(e["best"] == "a100-free");  // the finished pod's GPUs are free again
+  std::map<std::string, json> by_node;
+  for (const auto& n : e["nodes"]) by_node[n["node"]] = n;
+  REQUIRE(by_node.size() == 2);
+  CHECK(by_node["a100-busy"]["verdict"] != "pass");  // the running pod's 3 GPUs are counted
+  CHECK(by_node["a100-busy"]["rule"] == "gpuCount");
+  CHECK(api.list_requests("pods") == 1);
+  CHECK(api.list_requests("nodes") == 1);
+
+  // The table, as an operator reads it; and a pod that does not exist says so.
+  const auto table = test_support::run_binary({"explain", "--kubeconfig", kubeconfig, "--pod", "team-a/train"});
+  CHECK(table.output.find("pod team-a/train: best node a100-free") != std::string::npos);
+  const auto missing = test_support::run_binary({"explain", "--kubeconfig", kubeconfig, "--pod", "team-a/nope"});
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.output.find("GET /api/v1/namespaces/team-a/pods/nope: HTTP 404") != std::string::npos);
+}
+
+TEST_CASE("cli: --help lists the subcommands, and each subcommand's --help prints its usage and exits 0") {
+  const auto top = test_support::run_binary({"--help"});
+  CHECK(top.exit_code == 0);
+  CHECK(top.output.find("gpu-extender explain [flags]") != std::string::npos);
+  CHECK(top.output.find("gpu-extender simulate [flags]") != std::string::npos);
+  for (const std::string command : {"explain", "simulate"}) {
+    const auto help = test_support::run_binary({command, "--help"});
+    INFO(help.output);
+    CHECK(help.exit_code == 0);
+    CHECK(help.output.rfind("Usage: gpu-extender " + command, 0) == 0);
+  }
+  CHECK(test_support::run_binary({"explain", "-h"}).output.find("--kubeconfig FILE") != std::string::npos);
+}

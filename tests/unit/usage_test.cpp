@@ -37,3 +37,10 @@ TEST_CASE("usage: a malformed snapshot names the file and the field") {
                     Catch::StartsWith("pods.json: items: missing"));
   CHECK_THROWS_WITH(PodsSnapshotUsage::load("/nonexistent.json", schema), "/nonexistent.json: cannot be read");
 }
+
+TEST_CASE("usage: the server's --pods-snapshot takes kubectl's YAML as well as its JSON") {
+  const auto schema = test_support::default_policy()->schema();
+  const auto yaml = PodsSnapshotUsage::load(test_support::source_path("extender-config/examples/gpu-fleet/pods-running.yaml"), schema);
+  CHECK(yaml->describe().find("pods-running.yaml") != std::string::npos);
+  CHECK_FALSE(yaml->by_node().empty());
+}
