@@ -23,6 +23,13 @@ struct NodeExplanation {
   std::vector<Score> scores;  // empty for refused nodes
   double combined = 0;        // weighted mean of the applied scorers, 0..100
   int64_t final_score = -1;   // 0..10; -1 for refused nodes
+  // The node's GPU facts as read, and the label each came from (hand-set or GPU Feature Discovery).
+  struct Fact {
+    std::string name;   // gpuModel, gpuMemory, gpuCount
+    std::string value;
+    std::string label;
+  };
+  std::vector<Fact> facts;
 };
 
 struct Explanation {

@@ -3,6 +3,7 @@
 //
 // Every string is a view into storage owned elsewhere: the request body and its parser (full mode), or
 // the node cache's own buffers. A NodeView is valid only as long as that storage. Thread-safe to read.
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -22,6 +23,8 @@ struct NodeView {
   std::optional<std::string_view> gpu_memory;       // label, MiB per GPU, e.g. "40960"
   std::optional<std::string_view> gpu_count;        // label, e.g. "8"
   std::optional<std::string_view> gpu_utilization;  // annotation, fraction 0..1
+  // Which of the schema's labels each fact above came from (an index into node_gpu_*_labels).
+  uint8_t gpu_model_label = 0, gpu_memory_label = 0, gpu_count_label = 0;
 
   ResourceAmounts capacity;
   ResourceAmounts allocatable;

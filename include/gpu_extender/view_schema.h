@@ -4,6 +4,7 @@
 // Built once from the policy configuration and read by every decoder; the wire layer depends on this
 // schema, never on the policy itself. Thread-safe: immutable after construction.
 #include <string>
+#include <vector>
 
 #include "gpu_extender/resources.h"
 
@@ -16,12 +17,23 @@ struct ViewSchema {
 
   ResourceTable resources;  // [gpu, packed, excluded...]
 
-  std::string node_gpu_model_label = "gpu.nvidia.com/model";
-  std::string node_gpu_memory_label = "gpu.nvidia.com/memory";
-  std::string node_gpu_count_label = "gpu.nvidia.com/count";
+  // Each node fact is read from the first of its labels the node carries: the hand-set labels of the
+  // node set-up script first, then those NVIDIA's GPU Feature Discovery writes on a GPU Operator
+  // cluster. At most kMaxLabelsPerFact each; NodeView says which one a value came from.
+  static constexpr size_t kMaxLabelsPerFact = 4;
+  std::vector<std::string> node_gpu_model_labels{"gpu.nvidia.com/model", "nvidia.com/gpu.product"};
+  std::vector<std::string> node_gpu_memory_labels{"gpu.nvidia.com/memory", "nvidia.com/gpu.memory"};
+  std::vector<std::string> node_gpu_count_labels{"gpu.nvidia.com/count", "nvidia.com/gpu.count"};
   std::string node_gpu_utilization_annotation = "gpu.nvidia.com/utilization";
   std::string pod_gpu_model_annotation = "gpu.nvidia.com/model";
   std::string pod_gpu_memory_annotation = "gpu.nvidia.com/memory";
 };
+
+// "a", "a or b", "a, b or c": the labels of one fact, for messages.
+inline std::string label_names(const std::vector<std::string>& labels) {
+  std::string out;
+  for (size_t i = 0; i < labels.size(); ++i) out += (i == 0 ? "" : i + 1 == labels.size() ? " or " : ", ") + labels[i];
+  return out;
+}
 
 }  // namespace gpu_extender

@@ -95,12 +95,12 @@ void Reflector::check_understood(const PodRequest& pod) {
 void Reflector::check_understood(const NodeView& node) {
   std::string error;
   if (node.gpu_memory && !parse_mebibytes(*node.gpu_memory, &error)) {
-    not_understood("node " + std::string(node.name), "label " + schema_.node_gpu_memory_label + ": " + error);
+    not_understood("node " + std::string(node.name), "label " + schema_.node_gpu_memory_labels[node.gpu_memory_label] + ": " + error);
     return;
   }
   if (!node.gpu_count) return;
   if (const QuantityParse count = parse_quantity(*node.gpu_count); !count.milli)
-    not_understood("node " + std::string(node.name), "label " + schema_.node_gpu_count_label + ": " + count.error);
+    not_understood("node " + std::string(node.name), "label " + schema_.node_gpu_count_labels[node.gpu_count_label] + ": " + count.error);
 }
 
 bool Reflector::list() {

@@ -14,8 +14,17 @@ Explanation explain(const Policy& policy, const PodRequest& pod, std::span<const
   policy.filter(pod, nodes, verdicts);
   std::vector<NodeInput> passing;
   std::vector<size_t> passing_index;
+  const ViewSchema& schema = policy.schema();
   for (size_t i = 0; i < nodes.size(); ++i) {
-    out.nodes.push_back({std::string(nodes[i].node->name), verdicts[i], {}, 0, -1});
+    const NodeView& node = *nodes[i].node;
+    out.nodes.push_back({std::string(node.name), verdicts[i], {}, 0, -1, {}});
+    auto fact = [&](const char* name, const std::optional<std::string_view>& value, uint8_t source,
+                    const std::vector<std::string>& labels) {
+      if (value && source < labels.size()) out.nodes.back().facts.push_back({name, std::string(*value), labels[source]});
+    };
+    fact("gpuModel", node.gpu_model, node.gpu_model_label, schema.node_gpu_model_labels);
+    fact("gpuMemory", node.gpu_memory, node.gpu_memory_label, schema.node_gpu_memory_labels);
+    fact("gpuCount", node.gpu_count, node.gpu_count_label, schema.node_gpu_count_labels);
     if (verdicts[i].passed()) {
       passing.push_back(nodes[i]);
       passing_index.push_back(i);
@@ -131,6 +140,19 @@ std::string render_explanation_json(const Explanation& e) {
                (n.scores[s].applied ? "true" : "false") + ",\"raw\":" + fixed(n.scores[s].raw, 3) + "}";
       }
       out += "]";
+    }
+    if (!n.facts.empty()) {
+      out += ",\"facts\":{";
+      for (size_t f = 0; f < n.facts.size(); ++f) {
+        if (f) out += ",";
+        append_json_string(out, n.facts[f].name);
+        out += ":{\"value\":";
+        append_json_string(out, n.facts[f].value);
+        out += ",\"label\":";
+        append_json_string(out, n.facts[f].label);
+        out += "}";
+      }
+      out += "}";
     }
     out += "}";
   }

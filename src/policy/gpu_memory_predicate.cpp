@@ -9,7 +9,7 @@ namespace {
 
 class GpuMemoryPredicate final : public Predicate {
  public:
-  explicit GpuMemoryPredicate(std::string label) : label_(std::move(label)) {}
+  explicit GpuMemoryPredicate(std::vector<std::string> labels) : labels_(std::move(labels)) {}
   std::string_view name() const override { return "gpuMemory"; }
 
   Fit check(const PodRequest& pod, const NodeInput& input, std::string& reason) const override {
@@ -17,22 +17,25 @@ class GpuMemoryPredicate final : public Predicate {
     const int64_t wanted = *pod.gpu_memory_mib;
     const auto& label = input.node->gpu_memory;
     if (!label)
-      return refuse(reason, Fit::kUnresolvable, "node has no ", label_, " label; pod requests ", wanted, " MiB per GPU");
+      return refuse(reason, Fit::kUnresolvable, "node has no ", label_names(labels_), " label; pod requests ", wanted,
+                    " MiB per GPU");
     std::string error;
     const std::optional<int64_t> have = parse_mebibytes(*label, &error);
-    if (!have) return refuse(reason, Fit::kUnresolvable, "node label ", label_, " is not a memory size: ", error);
+    if (!have)
+      return refuse(reason, Fit::kUnresolvable, "node label ", labels_[input.node->gpu_memory_label],
+                    " is not a memory size: ", error);
     if (*have >= wanted) return Fit::kPass;
     return refuse(reason, Fit::kUnresolvable, "gpu memory ", *have, " MiB per GPU is below requested ", wanted, " MiB");
   }
 
  private:
-  std::string label_;
+  std::vector<std::string> labels_;
 };
 
 }  // namespace
 
 std::unique_ptr<Predicate> make_gpu_memory_predicate(const PolicyConfig& config) {
-  return std::make_unique<GpuMemoryPredicate>(config.schema.node_gpu_memory_label);
+  return std::make_unique<GpuMemoryPredicate>(config.schema.node_gpu_memory_labels);
 }
 
 }  // namespace gpu_extender::rules

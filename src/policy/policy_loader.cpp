@@ -47,6 +47,22 @@ class Reader {
     out = value.Scalar();
   }
 
+  // One label, or a list of labels in order of precedence (the first one a node carries is read).
+  void labels_at(const YAML::Node& map, const char* key, const std::string& where, std::vector<std::string>& out) const {
+    const YAML::Node value = map[key];
+    if (!value) return;
+    const std::string field = where + "." + key;
+    if (value.IsScalar()) {
+      if (value.Scalar().empty()) fail(field, "expected a label name, or a list of them");
+      out = {value.Scalar()};
+      return;
+    }
+    std::vector<std::string> labels = string_list(value, field);
+    if (labels.empty() || labels.size() > ViewSchema::kMaxLabelsPerFact)
+      fail(field, "expected 1 to " + std::to_string(ViewSchema::kMaxLabelsPerFact) + " label names");
+    out = std::move(labels);
+  }
+
   std::vector<std::string> string_list(const YAML::Node& value, const std::string& where) const {
     if (value.IsNull()) return {};
     if (!value.IsSequence()) fail(where, "expected a list");
@@ -91,9 +107,9 @@ void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
 
   if (const YAML::Node n = root["nodeLabels"]) {
     in.only_keys(n, "nodeLabels", {"gpuModel", "gpuMemory", "gpuCount"});
-    in.string_at(n, "gpuModel", "nodeLabels", schema.node_gpu_model_label);
-    in.string_at(n, "gpuMemory", "nodeLabels", schema.node_gpu_memory_label);
-    in.string_at(n, "gpuCount", "nodeLabels", schema.node_gpu_count_label);
+    in.labels_at(n, "gpuModel", "nodeLabels", schema.node_gpu_model_labels);
+    in.labels_at(n, "gpuMemory", "nodeLabels", schema.node_gpu_memory_labels);
+    in.labels_at(n, "gpuCount", "nodeLabels", schema.node_gpu_count_labels);
   }
   if (const YAML::Node n = root["nodeAnnotations"]) {
     in.only_keys(n, "nodeAnnotations", {"gpuUtilization"});

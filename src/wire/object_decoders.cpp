@@ -53,6 +53,41 @@ void decode_string_map(od::value map, const std::array<const std::string*, N>& k
   }
 }
 
+// The GPU facts of a node's labels: each from the first of its labels (in the schema's order of
+// precedence) that the node carries. Other labels are validated and skipped.
+void decode_node_labels(od::value map, const ViewSchema& schema, NodeView& out) {
+  struct Fact {
+    const std::vector<std::string>* labels;
+    std::optional<std::string_view>* value;
+    uint8_t* source;
+  };
+  const std::array<Fact, 3> facts{{{&schema.node_gpu_model_labels, &out.gpu_model, &out.gpu_model_label},
+                                   {&schema.node_gpu_memory_labels, &out.gpu_memory, &out.gpu_memory_label},
+                                   {&schema.node_gpu_count_labels, &out.gpu_count, &out.gpu_count_label}}};
+  for (auto f : take_object(map, "")) {
+    std::string_view key = field_key(f, "");
+    bool wanted = false;
+    for (const Fact& fact : facts) {
+      for (size_t i = 0; i < fact.labels->size() && !wanted; ++i) {
+        if (key != (*fact.labels)[i]) continue;
+        wanted = true;
+        std::string_view value;
+        try {
+          value = take_string(f.value(), "");
+        } catch (DecodeError& e) {
+          throw e.within(key);
+        }
+        if (!*fact.value || i < *fact.source) {  // a label earlier in the list wins
+          *fact.value = value;
+          *fact.source = static_cast<uint8_t>(i);
+        }
+      }
+      if (wanted) break;
+    }
+    if (!wanted) validate_value(take(f.value(), key, "a value"), key);
+  }
+}
+
 void decode_container(od::value container, const ViewSchema& schema, ContainerResources& out, bool init) {
   od::object obj = take_object(container, "");
   for (auto f : obj) {
@@ -239,18 +274,11 @@ void decode_node(od::object node, const ViewSchema& schema, NodeView& out) {
         } else if (equals_ignore_case(mkey, "labels")) {
           od::value labels = take(m.value(), "metadata.labels", "an object");
           if (take_null(labels, "metadata.labels")) continue;
-          std::array<std::optional<std::string_view>, 3> values;
           try {
-            decode_string_map<3>(labels,
-                                 {&schema.node_gpu_model_label, &schema.node_gpu_memory_label,
-                                  &schema.node_gpu_count_label},
-                                 values);
+            decode_node_labels(labels, schema, out);
           } catch (DecodeError& e) {
             throw e.within("metadata.labels");
           }
-          out.gpu_model = values[0];
-          out.gpu_memory = values[1];
-          out.gpu_count = values[2];
         } else if (equals_ignore_case(mkey, "annotations")) {
           od::value annotations = take(m.value(), "metadata.annotations", "an object");
           if (take_null(annotations, "metadata.annotations")) continue;

@@ -547,3 +547,39 @@ TEST_CASE("http: invalid JSON anywhere in a body is a 400 that names where, read
   REQUIRE(res);
   CHECK(res->status == 200);
 }
+
+TEST_CASE("http: a GPU Operator node (GPU Feature Discovery labels only) is judged with the default policy") {
+  ExtenderProcess p;
+  auto gfd_node = [](const std::string& name, const std::string& product, const std::string& memory) {
+    return json{{"metadata",
+                 {{"name", name},
+                  {"labels",
+                   {{"nvidia.com/gpu.product", product}, {"nvidia.com/gpu.memory", memory}, {"nvidia.com/gpu.count", "8"},
+                    {"nvidia.com/gpu.family", "ampere"}}}}},
+                {"status", {{"allocatable", {{"nvidia.com/gpu", "8"}}}}}};
+  };
+  const json pod = {{"metadata",
+                     {{"name", "train"},
+                      {"namespace", "default"},
+                      {"annotations", {{"gpu.nvidia.com/model", "A100"}, {"gpu.nvidia.com/memory", "81920"}}}}},
+                    {"spec", {{"containers", {{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}}}}}};
+  const json body = {{"Pod", pod},
+                     {"Nodes",
+                      {{"items",
+                        {gfd_node("a100-80", "NVIDIA-A100-SXM4-80GB", "81920"), gfd_node("a100-40", "NVIDIA-A100-PCIE-40GB", "40960"),
+                         gfd_node("h100", "NVIDIA-H100-80GB-HBM3", "81559")}}}}};
+  auto res = post(p, "/filter", body.dump());
+  REQUIRE(res);
+  REQUIRE(res->status == 200);
+  const json out = json::parse(res->body);
+  CHECK(out["NodeNames"] == json::array({"a100-80"}));
+  CHECK(out["FailedAndUnresolvableNodes"]["a100-40"] == "gpu memory 40960 MiB per GPU is below requested 81920 MiB");
+  CHECK(out["FailedAndUnresolvableNodes"]["h100"] == "gpu model NVIDIA-H100-80GB-HBM3 does not match requested A100");
+  // /explain says where each fact came from.
+  auto explained = post(p, "/explain", body.dump());
+  REQUIRE(explained);
+  const json e = json::parse(explained->body);
+  CHECK(e["best"] == "a100-80");
+  CHECK(e["nodes"][0]["facts"]["gpuModel"]["label"] == "nvidia.com/gpu.product");
+  CHECK(e["nodes"][0]["facts"]["gpuMemory"]["value"] == "81920");
+}

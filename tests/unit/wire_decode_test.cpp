@@ -234,3 +234,30 @@ TEST_CASE("decode: a string followed by ':' in a part not read is not taken for 
             .rfind("Nodes.items[0].metadata: malformed JSON (The JSON document has an improper structure", 0) == 0);
   CHECK(decode_error_of("{\"Pod\":" + kPod + R"(,"NodeNames":[],"x":{"y":"a":"b"}})").rfind("x: not valid JSON", 0) == 0);
 }
+
+TEST_CASE("decode: each GPU fact comes from the first of its labels the node carries, hand labels first") {
+  WireDecoder decoder;
+  // GFD labels only: read, and the source recorded.
+  const std::string gfd = "{\"Pod\":" + kPod + R"(,"Nodes":{"items":[{"metadata":{"name":"gfd","labels":{
+      "nvidia.com/gpu.product":"NVIDIA-A100-SXM4-80GB","nvidia.com/gpu.memory":"81920","nvidia.com/gpu.count":"8",
+      "nvidia.com/gpu.family":"ampere"}}},
+    {"metadata":{"name":"both","labels":{"nvidia.com/gpu.product":"NVIDIA-A100-PCIE-40GB","gpu.nvidia.com/model":"A100",
+      "nvidia.com/gpu.memory":"40960","gpu.nvidia.com/memory":"40000"}}}]}})";
+  std::string body = gfd;
+  body.reserve(body.size() + kJsonPadding);
+  const ExtenderArgs& args = decoder.decode_extender_args(body, schema());
+  REQUIRE(args.nodes.size() == 2);
+  const NodeView& only_gfd = args.nodes[0];
+  CHECK(only_gfd.gpu_model == "NVIDIA-A100-SXM4-80GB");
+  CHECK(only_gfd.gpu_model_label == 1);
+  CHECK(only_gfd.gpu_memory == "81920");
+  CHECK(only_gfd.gpu_count == "8");
+  CHECK(only_gfd.gpu_count_label == 1);
+  // Both present: the hand label wins, whichever comes first in the object.
+  const NodeView& both = args.nodes[1];
+  CHECK(both.gpu_model == "A100");
+  CHECK(both.gpu_model_label == 0);
+  CHECK(both.gpu_memory == "40000");
+  CHECK(both.gpu_memory_label == 0);
+  CHECK_FALSE(both.gpu_count);
+}

@@ -30,5 +30,26 @@ TEST_CASE("gpuModel: a node without the label fails when the pod names a model")
   cpu.name = "cpu";
   const auto r = check(*p, gpu_pod(1, "A100"), cpu);
   CHECK(r.fit == Fit::kUnresolvable);
-  CHECK(r.reason == "node has no gpu.nvidia.com/model label; pod requests gpu model A100");
+  CHECK(r.reason == "node has no gpu.nvidia.com/model or nvidia.com/gpu.product label; pod requests gpu model A100");
+}
+
+TEST_CASE("gpuModel: GPU Feature Discovery product names match by whole dash-separated tokens, in order") {
+  auto p = rules::make_gpu_model_predicate(rule_support::config());
+  auto fit = [&](const char* wanted, const char* product) {
+    return check(*p, gpu_pod(1, wanted), gpu_node("n", product, "81920", 8)).fit;
+  };
+  CHECK(fit("A100", "NVIDIA-A100-SXM4-80GB") == Fit::kPass);
+  CHECK(fit("A100", "NVIDIA-A100-PCIE-40GB") == Fit::kPass);
+  CHECK(fit("a100-80gb", "NVIDIA-A100-SXM4-80GB") == Fit::kPass);       // tokens need not be adjacent
+  CHECK(fit("A100-80GB", "NVIDIA-A100-PCIE-40GB") == Fit::kUnresolvable);
+  CHECK(fit("H100", "NVIDIA-GH100X") == Fit::kUnresolvable);             // never part of a token
+  CHECK(fit("80GB-A100", "NVIDIA-A100-SXM4-80GB") == Fit::kUnresolvable);  // order counts
+  CHECK(fit("NVIDIA-A100-SXM4-80GB", "NVIDIA-A100-SXM4-80GB") == Fit::kPass);
+  CHECK(fit("T4", "Tesla-T4") == Fit::kPass);
+  // Time-sliced and MIG single-strategy suffixes are not part of the model.
+  CHECK(fit("A100-40GB", "NVIDIA-A100-SXM4-40GB-SHARED") == Fit::kPass);
+  CHECK(fit("A100", "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb") == Fit::kPass);
+  CHECK(fit("SHARED", "NVIDIA-A100-SXM4-40GB-SHARED") == Fit::kUnresolvable);
+  CHECK(fit("MIG", "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb") == Fit::kUnresolvable);
+  CHECK(fit("H100, A100-80GB", "NVIDIA-A100-SXM4-80GB") == Fit::kPass);  // a list: any of them
 }

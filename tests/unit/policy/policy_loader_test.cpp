@@ -26,8 +26,14 @@ TEST_CASE("policy: a file overrides key by key, in YAML or JSON") {
                                          "test.yaml");
   CHECK(yaml.schema.resources.size() == 4);
   CHECK(yaml.schema.resources.name(3) == "example.com/x");
-  CHECK(yaml.schema.node_gpu_model_label == "nvidia.com/gpu.product");
-  CHECK(yaml.schema.node_gpu_memory_label == "gpu.nvidia.com/memory");
+  CHECK(yaml.schema.node_gpu_model_labels == std::vector<std::string>{"nvidia.com/gpu.product"});
+  CHECK(yaml.schema.node_gpu_memory_labels == std::vector<std::string>{"gpu.nvidia.com/memory", "nvidia.com/gpu.memory"});
+  // A list gives the order of precedence; more than four, or none, is refused.
+  const PolicyConfig listed =
+      parse_policy("nodeLabels:\n  gpuCount: [example.com/gpus, nvidia.com/gpu.count]\n", "test.yaml");
+  CHECK(listed.schema.node_gpu_count_labels == std::vector<std::string>{"example.com/gpus", "nvidia.com/gpu.count"});
+  CHECK_THROWS_WITH(parse_policy("nodeLabels:\n  gpuCount: [a, b, c, d, e]\n", "test.yaml"),
+                    "test.yaml: nodeLabels.gpuCount: expected 1 to 4 label names");
   CHECK(yaml.filters.size() == 5);
 
   const PolicyConfig json = parse_policy(R"({"scorers":[{"name":"gpuFit","weight":1}],"filters":[]})", "p.json");
