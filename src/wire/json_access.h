@@ -102,8 +102,10 @@ inline bool is_literal(std::string_view token, std::string_view word) {
 // checked its UTF-8 and control characters; only escape sequences are left to check. `token` is the
 // string's raw token (up to the next structural character: the closing quote is inside).
 inline bool has_escape(std::string_view token) { return std::memchr(token.data(), '\\', token.size()) != nullptr; }
-// The same for a key, from just after its opening quote (strpbrk: vectorized, stops at the closing quote).
-inline bool key_has_escape(const char* raw) { return *std::strpbrk(raw, "\"\\") == '\\'; }
+// The same for a key: its bytes run from just after its opening quote to its value's first byte.
+inline bool key_has_escape(const char* raw, const char* value_start) {
+  return std::memchr(raw, '\\', static_cast<size_t>(value_start - raw)) != nullptr;
+}
 
 [[noreturn]] inline void throw_invalid_json(std::string_view field, std::string_view what) {
   throw DecodeError(std::string(field), "not valid JSON: " + std::string(what));
@@ -124,11 +126,12 @@ inline void validate_members(od::object& object, std::string_view field, int dep
     od::field member;
     if (auto error = std::move(f).get(member))  // NOLINT(performance-move-const-arg): get() is rvalue-only
       throw_invalid_json(field, simdjson::error_message(error));
-    if (key_has_escape(member.key().raw())) {
+    od::value value = member.value();
+    if (key_has_escape(member.key().raw(), value.raw_json_token().data())) {
       std::string_view key;
       if (auto error = member.unescaped_key().get(key)) throw_invalid_json(field, simdjson::error_message(error));
     }
-    validate_value(member.value(), field, depth + 1);
+    validate_value(value, field, depth + 1);
   }
 }
 

@@ -261,3 +261,8 @@ TEST_CASE("decode: each GPU fact comes from the first of its labels the node car
   CHECK(both.gpu_memory_label == 0);
   CHECK_FALSE(both.gpu_count);
 }
+
+TEST_CASE("decode: an invalid escape in a key nobody reads is refused") {
+  CHECK(decode_error_of("{\"Pod\":" + kPod + R"(,"NodeNames":[],"x":{"a\qb":1}})").rfind("x: not valid JSON", 0) == 0);
+  CHECK(decode_error_of("{\"Pod\":" + kPod + R"(,"NodeNames":[],"x":{"a\u0041b":1}})") == "(no error)");
+}
