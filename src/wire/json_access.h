@@ -115,8 +115,10 @@ inline bool key_has_escape(const char* raw, const char* value_start) {
 // grammar of every container. On Demand alone skips what the decoder does not read by counting
 // brackets, so a skipped `tru`, `01` or `{"a" 1}` would pass. Scalars are checked on their bytes:
 // nothing is copied or converted unless a string has escapes.
-// Nesting is bounded as simdjson's DOM bounds it (Go's encoding/json stops at 10,000).
-constexpr int kMaxValidatedDepth = 1024;
+// Nesting is bounded below On Demand's own limit (its parser's max_depth, 1,024 from the document's
+// root: walking past it is undefined, and asserts in a debug build), less the few levels above a
+// field that the decoders walk to reach it. Go's encoding/json stops at 10,000.
+constexpr int kMaxValidatedDepth = 960;
 
 inline void validate_value(od::value v, std::string_view field, int depth = 0);
 
