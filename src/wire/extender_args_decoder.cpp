@@ -78,7 +78,14 @@ std::string_view node_name(od::value item, size_t index) {
     const std::string_view inner = token.substr(1, token.size() - 2);
     bool plain = true;
     for (char c : inner) plain &= c != '\\' && c != '"' && static_cast<unsigned char>(c) >= 0x20;
-    if (plain) return inner;
+    if (plain) {
+      // Consumed, not left to the iterator: On Demand steps over an unread string followed by ':' as
+      // if it were a key, so ["a":"b"] would pass as a list of names (a fuzzing find).
+      od::raw_json_string raw;
+      if (auto error = item.get_raw_json_string().get(raw))
+        throw_json_error("NodeNames[" + std::to_string(index) + "]", error, "a string");
+      return inner;
+    }
   }
   return take(item.get_string(), "NodeNames[" + std::to_string(index) + "]", "a string");
 }

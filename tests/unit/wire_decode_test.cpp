@@ -266,3 +266,9 @@ TEST_CASE("decode: an invalid escape in a key nobody reads is refused") {
   CHECK(decode_error_of("{\"Pod\":" + kPod + R"(,"NodeNames":[],"x":{"a\qb":1}})").rfind("x: not valid JSON", 0) == 0);
   CHECK(decode_error_of("{\"Pod\":" + kPod + R"(,"NodeNames":[],"x":{"a\u0041b":1}})") == "(no error)");
 }
+
+TEST_CASE("decode: a node name followed by ':' is not taken for a key, and bare quantities are JSON numbers") {
+  CHECK(decode_error_of("{\"Pod\":" + kPod + R"(,"NodeNames":["a","b":"c"]})").find("malformed JSON") != std::string::npos);
+  CHECK(decode_error_of("{\"Pod\":" + kPod + R"(,"Nodes":{"items":[{"metadata":{"name":"n"},"status":{"capacity":{"nvidia.com/gpu":01}}}]}})")
+            .find("not valid JSON: malformed number") != std::string::npos);
+}
