@@ -30,7 +30,7 @@ struct CliOptions {
   int read_timeout_seconds = 10;   // a client silent this long mid-request is cut off
   int header_timeout_seconds = 10; // a request's headers (and a TLS handshake) within this from its first byte
   int request_timeout_seconds = 60; // a whole request (96 MiB at 1.6 MB/s) within this from its first byte
-  size_t max_header_bytes = 64 * 1024;  // request line and headers; beyond: 431
+  size_t max_header_bytes = size_t{64} * 1024;  // request line and headers; beyond: 431
   // Kubernetes API (see kube_config.h); none of them and not in a pod: no API.
   std::string kubeconfig;
   std::string kube_api_server;

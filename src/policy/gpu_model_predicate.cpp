@@ -26,7 +26,7 @@ bool model_listed(std::string_view wanted_list, std::string_view model) {
 
 class GpuModelPredicate final : public Predicate {
  public:
-  explicit GpuModelPredicate(std::vector<std::string> labels) : labels_(label_names(labels)) {}
+  explicit GpuModelPredicate(const std::vector<std::string>& labels) : labels_(label_names(labels)) {}
   std::string_view name() const override { return "gpuModel"; }
 
   Fit check(const PodRequest& pod, const NodeInput& input, std::string& reason) const override {

@@ -30,7 +30,7 @@ struct ConnectionLimits {
   std::chrono::seconds request_deadline{60};  // from a request's first byte to its last body byte
   std::chrono::seconds write_timeout{10};    // a client not reading for this long is cut off
   std::chrono::seconds answer_deadline{60};  // to write a whole answer
-  size_t max_header_bytes = 64 * 1024;       // request line and headers together
+  size_t max_header_bytes = size_t{64} * 1024;       // request line and headers together
   size_t max_requests_per_connection = 10000;
 };
 

@@ -25,7 +25,7 @@ constexpr const char* kJson = "application/json";
 // How long a request waits for room in the memory budget: kube-scheduler gives an extender call 5 s
 // (httpTimeout's default) in all; waiting longer would answer a call it has given up on.
 constexpr std::chrono::seconds kBudgetWait{5};
-constexpr size_t kMinCharge = 64 * 1024;  // a body's first charge when it declares no (or a tiny) length
+constexpr size_t kMinCharge = size_t{64} * 1024;  // a body's first charge when it declares no (or a tiny) length
 
 void send_error(httplib::Response& res, int status, std::string_view message) {
   std::string body;

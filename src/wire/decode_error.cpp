@@ -8,7 +8,7 @@ std::string compose(const std::string& field, const std::string& reason) {
 }  // namespace
 
 DecodeError::DecodeError(std::string field, const std::string& message)
-    : std::runtime_error(compose(field, message)), field_(field), reason_(message) {}
+    : std::runtime_error(compose(field, message)), field_(std::move(field)), reason_(message) {}
 
 DecodeError& DecodeError::within(std::string_view outer) {
   if (field_.empty()) {
