@@ -107,6 +107,11 @@ class ExtenderProcess {
     return text;
   }
 
+  // Whether the log holds `needle` (waiting for it as log_with does).
+  bool logged(const std::string& needle, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+    return log_with(needle, timeout).find(needle) != std::string::npos;
+  }
+
   // SIGTERM, then the exit code (0 is a clean stop).
   int stop() {
     if (pid_ <= 0) return exit_code_;

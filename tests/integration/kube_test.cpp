@@ -155,7 +155,7 @@ TEST_CASE("kube: /bind creates the Binding, the pod counts at once, until the TT
   const json next = c.names_args(gpu_pod("next", "uid-next", 4));
   CHECK(failure_of(post_json(p, "/filter", next), "a100-4") == "only 0 of 4 GPUs free; pod requests 4");
   CHECK(eventually([&] { return failure_of(post_json(p, "/filter", next), "a100-4").empty(); }, std::chrono::seconds(6)));
-  CHECK(p.log().find("assumed pod(s) expired") != std::string::npos);
+  CHECK(p.logged("assumed pod(s) expired"));
 
   // Bound already, to the same node: success. To another node: a clear error. A pod that is gone: too.
   CHECK(post_json(p, "/bind", {{"PodName", "train"}, {"PodNamespace", "ml"}, {"PodUID", "uid-train"}, {"Node", "a100-4"}})["Error"] == "");
@@ -260,7 +260,7 @@ TEST_CASE("kube: without API access /preempt and names mode say so") {
   CHECK(post_json(p, "/preempt", {{"Pod", gpu_pod("x", "u", 1)}, {"NodeNameToMetaVictims", json::object()}})["Error"]
             .get<std::string>()
             .find("which need Kubernetes API access") != std::string::npos);
-  CHECK(p.log().find("no Kubernetes API configured") != std::string::npos);
+  CHECK(p.logged("no Kubernetes API configured"));
 }
 
 TEST_CASE("kube: API faults: the extender answers from its last view, shows staleness, and recovers") {
@@ -282,7 +282,7 @@ TEST_CASE("kube: API faults: the extender answers from its last view, shows stal
   const double failures = test_support::value_of(test_support::scrape(p.port()),
                                                  R"(gpu_extender_watch_restarts_total{reason="error",resource="pods"})");
   CHECK(failures >= 1);
-  CHECK(p.log().find("watch pods failed: HTTP 500") != std::string::npos);
+  CHECK(p.logged("watch pods failed: HTTP 500"));
 
   c.api.fail_reads(0);  // the API server is back: changes made meanwhile arrive
   c.api.put_pod(make_pod("ml", "late", "uid-late", "a100-4", 4));
@@ -308,7 +308,7 @@ TEST_CASE("kube: a pod or node that cannot be fully understood still counts, and
   const auto series = test_support::scrape(p.port());
   CHECK(test_support::value_of(series, R"(gpu_extender_watch_objects_not_understood_total{resource="pods"})") == 1);
   CHECK(test_support::value_of(series, R"(gpu_extender_watch_objects_not_understood_total{resource="nodes"})") == 1);
-  CHECK(p.log().find("pod ml/odd: pod annotation gpu.nvidia.com/memory: invalid quantity \"40GB\"") != std::string::npos);
+  CHECK(p.logged("pod ml/odd: pod annotation gpu.nvidia.com/memory: invalid quantity \"40GB\""));
   // The same through the watch: the view keeps going.
   json later = make_pod("ml", "odd-2", "uid-odd-2", "a100-8", 1);
   later["metadata"]["annotations"] = {{"gpu.nvidia.com/memory", "plenty"}};

@@ -83,7 +83,7 @@ TEST_CASE("lifecycle: SIGTERM makes /readyz unready, drains, finishes in-flight 
   CHECK(in_flight.finish() == "HTTP/1.1 200 OK");
   CHECK(p.wait_exit(std::chrono::seconds(10)) == 0);
   CHECK(status_of(p.port(), "/healthz") == -1);  // no longer accepting
-  CHECK(p.log().find("draining for 2s") != std::string::npos);
+  CHECK(p.logged("draining for 2s"));
 }
 
 TEST_CASE("lifecycle: SIGINT stops the same way") {
@@ -116,7 +116,7 @@ TEST_CASE("lifecycle: the policy reloads when its ConfigMap file changes, a bad 
   CHECK(eventually([&] {
     return test_support::value_of(test_support::scrape(p.port()), R"(gpu_extender_config_reloads_total{result="failure"})") == 2;
   }));
-  CHECK(p.log().find("those need a restart") != std::string::npos);
+  CHECK(p.logged("those need a restart"));
   CHECK(scores(p.port()) == after);
   std::system(("rm -rf " + dir).c_str());
 }
@@ -159,7 +159,7 @@ TEST_CASE("bounds: past the connection queue, requests get 503 with Retry-After"
   const std::string a = second.finish(), b = third.finish();
   CHECK(((a == "HTTP/1.1 503 Service Unavailable" && b == "HTTP/1.1 200 OK") ||
          (b == "HTTP/1.1 503 Service Unavailable" && a == "HTTP/1.1 200 OK")));
-  CHECK(p.log().find("connections waiting") != std::string::npos);
+  CHECK(p.logged("connections waiting"));
 }
 
 namespace {

@@ -83,7 +83,7 @@ TEST_CASE("tls: a certificate renewed on disk is served without a restart") {
   test_support::eventually([&] { return (now = served_fingerprint(p.port())) != first; }, std::chrono::seconds(10));
   CHECK(now.find("Fingerprint") != std::string::npos);
   CHECK(now != first);
-  CHECK(p.log().find("TLS certificate reloaded") != std::string::npos);
+  CHECK(p.logged("TLS certificate reloaded"));
   std::system(("rm -rf " + dir).c_str());
 }
 
