@@ -24,6 +24,7 @@ struct PodRequest {
 
   std::optional<std::string_view> gpu_model;  // annotation: one model or a comma-separated list
   std::optional<int64_t> gpu_memory_mib;      // annotation: MiB per GPU
+  std::optional<std::string_view> gpu_family;  // annotation: one architecture or a list ("ampere,hopper")
 
   ResourceAmounts requests;  // effective pod requests, milli-units
   // Set when an annotation the policy reads cannot be understood: every node refuses the pod with

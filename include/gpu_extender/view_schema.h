@@ -24,9 +24,12 @@ struct ViewSchema {
   std::vector<std::string> node_gpu_model_labels{"gpu.nvidia.com/model", "nvidia.com/gpu.product"};
   std::vector<std::string> node_gpu_memory_labels{"gpu.nvidia.com/memory", "nvidia.com/gpu.memory"};
   std::vector<std::string> node_gpu_count_labels{"gpu.nvidia.com/count", "nvidia.com/gpu.count"};
+  // The GPU architecture (volta, turing, ampere, ada-lovelace, hopper, blackwell: GFD's values).
+  std::vector<std::string> node_gpu_family_labels{"gpu.nvidia.com/family", "nvidia.com/gpu.family"};
   std::string node_gpu_utilization_annotation = "gpu.nvidia.com/utilization";
   std::string pod_gpu_model_annotation = "gpu.nvidia.com/model";
   std::string pod_gpu_memory_annotation = "gpu.nvidia.com/memory";
+  std::string pod_gpu_family_annotation = "gpu.nvidia.com/family";
 };
 
 // "a", "a or b", "a, b or c": the labels of one fact, for messages.

@@ -25,6 +25,7 @@ Explanation explain(const Policy& policy, const PodRequest& pod, std::span<const
     fact("gpuModel", node.gpu_model, node.gpu_model_label, schema.node_gpu_model_labels);
     fact("gpuMemory", node.gpu_memory, node.gpu_memory_label, schema.node_gpu_memory_labels);
     fact("gpuCount", node.gpu_count, node.gpu_count_label, schema.node_gpu_count_labels);
+    fact("gpuFamily", node.gpu_family, node.gpu_family_label, schema.node_gpu_family_labels);
     if (verdicts[i].passed()) {
       passing.push_back(nodes[i]);
       passing_index.push_back(i);

@@ -106,19 +106,21 @@ void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
   schema.resources = ResourceTable(names);
 
   if (const YAML::Node n = root["nodeLabels"]) {
-    in.only_keys(n, "nodeLabels", {"gpuModel", "gpuMemory", "gpuCount"});
+    in.only_keys(n, "nodeLabels", {"gpuModel", "gpuMemory", "gpuCount", "gpuFamily"});
     in.labels_at(n, "gpuModel", "nodeLabels", schema.node_gpu_model_labels);
     in.labels_at(n, "gpuMemory", "nodeLabels", schema.node_gpu_memory_labels);
     in.labels_at(n, "gpuCount", "nodeLabels", schema.node_gpu_count_labels);
+    in.labels_at(n, "gpuFamily", "nodeLabels", schema.node_gpu_family_labels);
   }
   if (const YAML::Node n = root["nodeAnnotations"]) {
     in.only_keys(n, "nodeAnnotations", {"gpuUtilization"});
     in.string_at(n, "gpuUtilization", "nodeAnnotations", schema.node_gpu_utilization_annotation);
   }
   if (const YAML::Node p = root["podAnnotations"]) {
-    in.only_keys(p, "podAnnotations", {"gpuModel", "gpuMemory"});
+    in.only_keys(p, "podAnnotations", {"gpuModel", "gpuMemory", "gpuFamily"});
     in.string_at(p, "gpuModel", "podAnnotations", schema.pod_gpu_model_annotation);
     in.string_at(p, "gpuMemory", "podAnnotations", schema.pod_gpu_memory_annotation);
+    in.string_at(p, "gpuFamily", "podAnnotations", schema.pod_gpu_family_annotation);
   }
   if (root["filters"]) config.filters = in.string_list(root["filters"], "filters");
   if (const YAML::Node s = root["scorers"]) {

@@ -62,9 +62,10 @@ void decode_node_labels(od::value map, const ViewSchema& schema, NodeView& out) 
     std::optional<std::string_view>* value;
     uint8_t* source;
   };
-  const std::array<Fact, 3> facts{{{&schema.node_gpu_model_labels, &out.gpu_model, &out.gpu_model_label},
+  const std::array<Fact, 4> facts{{{&schema.node_gpu_model_labels, &out.gpu_model, &out.gpu_model_label},
                                    {&schema.node_gpu_memory_labels, &out.gpu_memory, &out.gpu_memory_label},
-                                   {&schema.node_gpu_count_labels, &out.gpu_count, &out.gpu_count_label}}};
+                                   {&schema.node_gpu_count_labels, &out.gpu_count, &out.gpu_count_label},
+                                   {&schema.node_gpu_family_labels, &out.gpu_family, &out.gpu_family_label}}};
   for (auto f : take_object(map, "")) {
     std::string_view key = field_key(f, "");
     bool wanted = false;
@@ -143,14 +144,17 @@ void decode_pod_metadata(od::value metadata, const ViewSchema& schema, PodReques
     } else if (equals_ignore_case(key, "annotations")) {
       od::value annotations = take(f.value(), "annotations", "an object");
       if (take_null(annotations, "annotations")) continue;
-      std::array<std::optional<std::string_view>, 2> values;
+      std::array<std::optional<std::string_view>, 3> values;
       try {
-        decode_string_map<2>(annotations, {&schema.pod_gpu_model_annotation, &schema.pod_gpu_memory_annotation},
+        decode_string_map<3>(annotations,
+                             {&schema.pod_gpu_model_annotation, &schema.pod_gpu_memory_annotation,
+                              &schema.pod_gpu_family_annotation},
                              values);
       } catch (DecodeError& e) {
         throw e.within("annotations");
       }
       out.gpu_model = values[0];
+      out.gpu_family = values[2];
       if (values[1]) {
         // Any user can write any annotation: a bad one makes this pod unschedulable with a reason
         // (Policy::filter), never the request, the pod list or the watch fail.

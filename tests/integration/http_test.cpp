@@ -550,12 +550,13 @@ TEST_CASE("http: invalid JSON anywhere in a body is a 400 that names where, read
 
 TEST_CASE("http: a GPU Operator node (GPU Feature Discovery labels only) is judged with the default policy") {
   ExtenderProcess p;
-  auto gfd_node = [](const std::string& name, const std::string& product, const std::string& memory) {
+  auto gfd_node = [](const std::string& name, const std::string& product, const std::string& memory,
+                     const std::string& family = "ampere") {
     return json{{"metadata",
                  {{"name", name},
                   {"labels",
                    {{"nvidia.com/gpu.product", product}, {"nvidia.com/gpu.memory", memory}, {"nvidia.com/gpu.count", "8"},
-                    {"nvidia.com/gpu.family", "ampere"}}}}},
+                    {"nvidia.com/gpu.family", family}}}}},
                 {"status", {{"allocatable", {{"nvidia.com/gpu", "8"}}}}}};
   };
   const json pod = {{"metadata",
@@ -567,7 +568,7 @@ TEST_CASE("http: a GPU Operator node (GPU Feature Discovery labels only) is judg
                      {"Nodes",
                       {{"items",
                         {gfd_node("a100-80", "NVIDIA-A100-SXM4-80GB", "81920"), gfd_node("a100-40", "NVIDIA-A100-PCIE-40GB", "40960"),
-                         gfd_node("h100", "NVIDIA-H100-80GB-HBM3", "81559")}}}}};
+                         gfd_node("h100", "NVIDIA-H100-80GB-HBM3", "81559", "hopper")}}}}};
   auto res = post(p, "/filter", body.dump());
   REQUIRE(res);
   REQUIRE(res->status == 200);
@@ -582,4 +583,13 @@ TEST_CASE("http: a GPU Operator node (GPU Feature Discovery labels only) is judg
   CHECK(e["best"] == "a100-80");
   CHECK(e["nodes"][0]["facts"]["gpuModel"]["label"] == "nvidia.com/gpu.product");
   CHECK(e["nodes"][0]["facts"]["gpuMemory"]["value"] == "81920");
+  CHECK(e["nodes"][0]["facts"]["gpuFamily"]["label"] == "nvidia.com/gpu.family");
+  // A pod that asks for a family only: the hopper node.
+  json by_family = body;
+  by_family["Pod"]["metadata"]["annotations"] = {{"gpu.nvidia.com/family", "hopper"}};
+  res = post(p, "/filter", by_family.dump());
+  REQUIRE(res);
+  const json family_out = json::parse(res->body);
+  CHECK(family_out["NodeNames"] == json::array({"h100"}));
+  CHECK(family_out["FailedAndUnresolvableNodes"]["a100-80"] == "gpu family ampere does not match requested hopper");
 }

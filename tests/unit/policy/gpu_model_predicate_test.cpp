@@ -53,3 +53,26 @@ TEST_CASE("gpuModel: GPU Feature Discovery product names match by whole dash-sep
   CHECK(fit("MIG", "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb") == Fit::kUnresolvable);
   CHECK(fit("H100, A100-80GB", "NVIDIA-A100-SXM4-80GB") == Fit::kPass);  // a list: any of them
 }
+
+TEST_CASE("gpuModel: a pod may ask for a GPU family (GFD's architecture label), alone or with a model") {
+  auto p = rules::make_gpu_model_predicate(rule_support::config());
+  NodeView ampere = gpu_node("a", "NVIDIA-A100-SXM4-80GB", "81920", 8);
+  ampere.gpu_family = "ampere";
+  NodeView hopper = gpu_node("h", "NVIDIA-H100-80GB-HBM3", "81559", 8);
+  hopper.gpu_family = "hopper";
+  const NodeView unlabelled = gpu_node("u", "A100", "40960", 8);
+  PodRequest pod = gpu_pod(1);
+  pod.gpu_family = "Ampere";
+  CHECK(check(*p, pod, ampere).fit == Fit::kPass);  // without regard to case
+  auto r = check(*p, pod, hopper);
+  CHECK(r.fit == Fit::kUnresolvable);
+  CHECK(r.reason == "gpu family hopper does not match requested Ampere");
+  r = check(*p, pod, unlabelled);
+  CHECK(r.fit == Fit::kUnresolvable);
+  CHECK(r.reason == "node has no gpu.nvidia.com/family or nvidia.com/gpu.family label; pod requests gpu family Ampere");
+  pod.gpu_family = "ampere, hopper";
+  CHECK(check(*p, pod, hopper).fit == Fit::kPass);
+  pod.gpu_model = "A100";  // both asked: both must hold
+  CHECK(check(*p, pod, hopper).fit == Fit::kUnresolvable);
+  CHECK(check(*p, pod, ampere).fit == Fit::kPass);
+}
