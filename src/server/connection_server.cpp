@@ -72,12 +72,15 @@ class ConnectionStream final : public httplib::Stream {
       return -1;
     }
     if (!has_buffered() && fill() <= 0) return -1;
-    size_t n = std::min(size, buffered_end_ - buffered_begin_);
-    if (ssl_ == nullptr) {
+    size_t n = 0;
+    if (ssl_ != nullptr) {
+      const ssize_t taken = tls_take(out, size);
+      if (taken < 0) return -1;
+      n = static_cast<size_t>(taken);
+    } else {
+      n = std::min(size, buffered_end_ - buffered_begin_);
       std::memcpy(out, buffer_.data() + buffered_begin_, n);
       buffered_begin_ += n;
-    } else {
-      n = static_cast<size_t>(tls_take(out, size));
     }
     if (in_headers_) header_bytes_ += n;
     return static_cast<ssize_t>(n);
@@ -104,7 +107,7 @@ class ConnectionStream final : public httplib::Stream {
 
  private:
   // Plain HTTP reads into buffer_ (kept across requests: a pipelined request's bytes are not lost).
-  // TLS keeps its read-ahead in OpenSSL instead; buffer_ then only marks that a record is pending.
+  // TLS keeps its read-ahead in OpenSSL instead (tls_peeked_: a record is waiting there).
   bool has_buffered() const {
     return ssl_ != nullptr ? SSL_pending(ssl_) > 0 || tls_peeked_ : buffered_begin_ < buffered_end_;
   }

@@ -35,18 +35,18 @@ std::shared_ptr<Workspace> WorkspacePool::acquire() {
     // memory held would depend on how dense the last large body was.
     const bool trimmed = owned->decoder.release_buffers_above(kKeepParserIndexBytes);
     const bool large = owned->body.capacity() > kKeepBufferBytes || owned->answer.capacity() > kKeepBufferBytes;
+    bool kept = false;
     {
       std::lock_guard<std::mutex> lock(state->mutex);
-      const bool room = state->idle.size() < state->max_idle;
-      if (room && (!large || !state->large_idle)) {
+      if (state->idle.size() < state->max_idle && (!large || !state->large_idle)) {
         state->large_idle |= large;
         state->idle.push_back(std::move(owned));
-        if (trimmed) malloc_trim(0);
-        return;
+        kept = true;
       }
     }
-    owned.reset();
-    if (large || trimmed) malloc_trim(0);
+    owned.reset();  // not kept: its buffers go now
+    // Outside the lock: malloc_trim walks the heap, and the next request must not wait on it.
+    if (trimmed || (large && !kept)) malloc_trim(0);
   });
 }
 

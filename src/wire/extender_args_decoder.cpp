@@ -71,9 +71,7 @@ void decode_extender_nodes(od::document& doc, od::value nodes, const ViewSchema&
 // A node name as a view into the body when it has no escapes (node names are DNS names: always),
 // else unescaped by simdjson. Saves copying 5,000 names into the parser's string buffer.
 std::string_view node_name(od::value item, size_t index) {
-  std::string_view token = item.raw_json_token();
-  while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' || token.back() == '\t'))
-    token.remove_suffix(1);
+  const std::string_view token = without_trailing_space(item.raw_json_token());
   if (token.size() >= 2 && token.front() == '"' && token.back() == '"') {
     const std::string_view inner = token.substr(1, token.size() - 2);
     bool plain = true;

@@ -54,16 +54,23 @@ inline bool take_null(od::value& v, std::string_view field) {
   return is_null;
 }
 
+// A token as simdjson gives it (up to the next structural character) without the JSON white space
+// that may follow it.
+inline std::string_view without_trailing_space(std::string_view token) {
+  while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' || token.back() == '\t'))
+    token.remove_suffix(1);
+  return token;
+}
+
 // The bytes of the JSON value that starts at `start` and ends just before `next_token` (the ',' ']' or
 // '}' that follows it), without the white space between.
 inline std::string_view value_bytes(const char* start, const char* next_token) {
-  const char* end = next_token;
-  while (end > start && (end[-1] == ' ' || end[-1] == '\n' || end[-1] == '\r' || end[-1] == '\t')) --end;
-  return {start, static_cast<size_t>(end - start)};
+  return without_trailing_space({start, static_cast<size_t>(next_token - start)});
 }
 
 // Whether `token` (white space after it allowed) is one JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
 inline bool is_json_number(std::string_view token) {
+  token = without_trailing_space(token);
   size_t i = 0;
   const size_t n = token.size();
   auto digits = [&] {
@@ -86,17 +93,11 @@ inline bool is_json_number(std::string_view token) {
     if (i < n && (token[i] == '+' || token[i] == '-')) ++i;
     if (!digits()) return false;
   }
-  while (i < n && (token[i] == ' ' || token[i] == '\n' || token[i] == '\r' || token[i] == '\t')) ++i;
   return i == n;
 }
 
 // Whether the literal `token` (white space after it allowed) is exactly `word`.
-inline bool is_literal(std::string_view token, std::string_view word) {
-  if (token.substr(0, word.size()) != word) return false;
-  for (char c : token.substr(word.size()))
-    if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return false;
-  return true;
-}
+inline bool is_literal(std::string_view token, std::string_view word) { return without_trailing_space(token) == word; }
 
 // Whether a string holds a backslash. On Demand's first pass has found where every string ends and
 // checked its UTF-8 and control characters; only escape sequences are left to check. `token` is the

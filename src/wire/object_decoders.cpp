@@ -20,8 +20,7 @@ int64_t decode_quantity(od::value v, std::string_view field) {
   } else if (type == od::json_type::number) {
     text = v.raw_json_token();
     if (!is_json_number(text)) throw DecodeError(std::string(field), "not valid JSON: malformed number");
-    while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\r' || text.back() == '\t'))
-      text.remove_suffix(1);
+    text = without_trailing_space(text);
   } else {
     throw DecodeError(std::string(field), "expected a quantity string");
   }
