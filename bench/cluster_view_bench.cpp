@@ -7,7 +7,9 @@
 //   FULL_BODY: a full-mode ExtenderArgs (its nodes fill the view); NAMES_BODY: the same cluster, names mode.
 #include <malloc.h>
 
+#include <cmath>
 #include <cstdio>
+#include <random>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -47,6 +49,42 @@ PodEventTemplate pod_template(const nlohmann::json& pod) {
   const std::string text = p.dump();
   const size_t uid = text.find("@UID@"), node = text.find("@NODE@");
   return {text.substr(0, uid), text.substr(uid + 5, node - uid - 5), text.substr(node + 6)};
+}
+
+// The names body again, `count` times, each with its NodeNames in the order kube-scheduler's parallel
+// filter would produce: 16 workers take chunks of the node list in turn (parallelize.chunkSizeFor:
+// sqrt(n), at most n/16+1) and append each node they pass as they finish it, so the chunks in flight
+// interleave node by node.
+std::vector<std::string> scheduler_ordered_bodies(const std::string& names_body, size_t count) {
+  nlohmann::json body = nlohmann::json::parse(names_body);
+  const std::vector<std::string> names = body["NodeNames"].get<std::vector<std::string>>();
+  const size_t workers = 16;
+  const size_t chunk = std::max<size_t>(1, std::min<size_t>(static_cast<size_t>(std::sqrt(names.size())),
+                                                            names.size() / workers + 1));
+  std::mt19937 random(1);
+  std::vector<std::string> bodies;
+  for (size_t b = 0; b < count; ++b) {
+    std::vector<std::pair<size_t, size_t>> in_flight;  // [next, end) of each worker's chunk
+    size_t next_chunk = 0;
+    nlohmann::json ordered = nlohmann::json::array();
+    while (true) {
+      while (in_flight.size() < workers && next_chunk < names.size()) {
+        in_flight.emplace_back(next_chunk, std::min(names.size(), next_chunk + chunk));
+        next_chunk += chunk;
+      }
+      if (in_flight.empty()) break;
+      const size_t worker = random() % in_flight.size();
+      auto& [next, end] = in_flight[worker];
+      ordered.push_back(names[next++]);
+      if (next == end) {
+        std::swap(in_flight[worker], in_flight.back());
+        in_flight.pop_back();
+      }
+    }
+    body["NodeNames"] = std::move(ordered);
+    bodies.push_back(body.dump());
+  }
+  return bodies;
 }
 
 }  // namespace
@@ -113,7 +151,10 @@ int main(int argc, char** argv) {
   const long rss_loaded = rss_kb();
   for (size_t i = 0; i < pod_count / 3; i += 10000) apply("MODIFIED", i, std::min(pod_count / 3, i + 10000));
 
-  // Names mode with the view filled.
+  // Names mode with the view filled, as kube-scheduler calls it: /filter then /prioritize for each pod,
+  // alternately, each with the names in a new order. The scheduler's filter runs on 16 goroutines,
+  // each appending the nodes it passes to one list as it goes, so the names arrive interleaved in a
+  // different order pod after pod (findNodesThatPassFilters); the bench does the same.
   const ExtenderService service(ServiceParts{policy, nullptr, view, nullptr});
   VerbSummary probe;
   const Reply first = service.handle(Verb::kFilter, names_body, probe);
@@ -121,7 +162,8 @@ int main(int argc, char** argv) {
     std::cerr << "names-mode filter failed: " << first.body.substr(0, 300) << "\n";
     return 1;
   }
-  const bench::VerbTimings verbs = bench::time_verbs(service, names_body);
+  const std::vector<std::string> bodies = scheduler_ordered_bodies(names_body, 16);
+  const bench::VerbTimings verbs = bench::time_scheduling_cycles(service, bodies);
   const bench::Timing& filter = verbs.filter;
   const bench::Timing& prioritize = verbs.prioritize;
 

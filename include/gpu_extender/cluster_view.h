@@ -14,19 +14,26 @@
 #include <vector>
 
 #include "gpu_extender/node_source.h"
+#include "gpu_extender/node_name_index.h"
 #include "gpu_extender/pod_request.h"
 #include "gpu_extender/usage_source.h"
 
 namespace gpu_extender {
 
-// What one names-mode lookup found, kept by a request workspace for the next one: kube-scheduler
-// sends the same node names in the same order pod after pod, so a name equal to the one at its
-// position last time resolves with a string comparison instead of a hash lookup. Valid while the
-// view's generation (bumped whenever a node entry is erased) is unchanged.
-struct LookupMemo {
-  uint64_t generation = UINT64_MAX;
-  std::vector<std::string> names;
-  std::vector<const void*> entries;
+// What a request workspace keeps of the view from one names-mode request to the next, by node slot
+// (a small number the view gives each node for as long as it knows it): the node object and its usage
+// as of a version. Versions are unique over the view's life and change whenever a node's object or
+// usage does, so an equal version means the same node in the same state, and whatever was derived
+// from it (its verdict for a pod, see VerdictMemo) still holds. kube-scheduler sends the same nodes
+// pod after pod, and between two pods only the nodes that were bound to have changed: the rest are
+// neither copied nor judged again (as the scheduler's own NodeInfo generations spare it).
+//
+// The memo holds node objects the view may have replaced since, at most one per slot.
+struct NodeMemo {
+  static constexpr uint32_t kNoSlot = UINT32_MAX;
+  std::vector<uint64_t> version;  // per slot; 0: never seen
+  std::vector<std::shared_ptr<const CachedNode>> node;
+  std::vector<ResourceAmounts> used;
 };
 
 class ClusterView final : public UsageSource, public NodeSource {
@@ -71,9 +78,9 @@ class ClusterView final : public UsageSource, public NodeSource {
   bool ready() const override { return nodes_synced_ && pods_synced_; }
   void find_nodes(std::span<const std::string_view> names,
                   std::vector<std::shared_ptr<const CachedNode>>& out) const override;
-  // Names mode in one pass: each node and what is in use on it, under one lock, one lookup per name.
-  void lookup(std::span<const std::string_view> names, std::vector<std::shared_ptr<const CachedNode>>& nodes,
-              std::vector<ResourceAmounts>& used, LookupMemo* memo = nullptr) const;
+  // Names mode in one pass, under one lock: each name's slot (NodeMemo::kNoSlot where the view has no
+  // node object by that name), and `memo` brought up to date for those slots.
+  void lookup(std::span<const std::string_view> names, std::vector<uint32_t>& slots, NodeMemo& memo) const;
   // What a victim frees: its node and requests, when the pod is known.
   std::optional<std::pair<std::string, ResourceAmounts>> pod_usage(std::string_view uid) const;
 
@@ -100,10 +107,15 @@ class ClusterView final : public UsageSource, public NodeSource {
   struct NodeEntry {
     std::shared_ptr<const CachedNode> node;
     ResourceAmounts used;
+    uint32_t slot = 0;     // see NodeMemo; reused after the entry is erased
+    uint64_t version = 0;  // from version_clock_: bumped with every change of node or used
   };
   using NodeMap = std::unordered_map<std::string, NodeEntry, StringHash, std::equal_to<>>;
+  NodeEntry& entry_for(const std::string& name);  // created (with a slot) when missing
+  void changed(NodeEntry& entry) { entry.version = ++version_clock_; }
   void add_usage(const std::string& node, const ResourceAmounts& amounts, bool add);
   void erase_if_unused(NodeMap::iterator it);
+  void reindex_if_names_changed();  // at the end of every writer that may add or erase entries
   void forget_assumed(std::string_view uid);
 
   mutable std::shared_mutex mutex_;
@@ -119,7 +131,11 @@ class ClusterView final : public UsageSource, public NodeSource {
   std::chrono::milliseconds assume_ttl_;
   std::chrono::milliseconds pending_ttl_;
   std::atomic<bool> nodes_synced_{false}, pods_synced_{false};
-  uint64_t generation_ = 0;  // bumped (under the exclusive lock) whenever an entry of nodes_ is erased
+  NodeNameIndex<const NodeEntry> index_;  // over nodes_, for lookup()
+  bool names_changed_ = false;             // an entry was added or erased since index_ was built
+  uint64_t version_clock_ = 0;
+  std::vector<uint32_t> free_slots_;
+  uint32_t next_slot_ = 0;
   std::atomic<int64_t> last_event_ns_{0};
 };
 

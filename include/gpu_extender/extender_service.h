@@ -86,11 +86,15 @@ class ExtenderService {
   BindTracker::Stats bind_tracker_stats() const { return tracker_.stats(); }
 
  private:
-  // Decodes ExtenderArgs and gathers the node inputs of either mode into ws.inputs; ws.input_index maps
-  // each of args.node_names to its input, or to npos for a name the node cache lacks. nullptr: names
-  // mode without a node cache.
-  // `scheduling`: a /filter or /prioritize of the scheduler (waits for pending binds first), not /explain.
-  const ExtenderArgs* gather(Workspace& ws, VerbSummary& summary, bool scheduling) const;
+  // Decodes ExtenderArgs. For the scheduler's own calls (`scheduling`: /filter and /prioritize, not
+  // /explain) notes the pod for /bind, then waits for the bind of the pod scored just before it.
+  const ExtenderArgs& decode_args(Workspace& ws, VerbSummary& summary, bool scheduling) const;
+  // The node inputs of either mode in ws.inputs; ws.input_index maps each of args.node_names to its
+  // input, or to npos for a name the node cache lacks. False: names mode without a node cache.
+  bool gather(Workspace& ws, const ExtenderArgs& args) const;
+  // Names mode (with a node cache): ws.slots for args.node_names, and every known node's verdict in
+  // ws.verdict_memo, judged again only where the node, the pod's facts or the policy changed.
+  void judge_names(Workspace& ws, const ExtenderArgs& args) const;
   // The checks and bookkeeping of /bind around the API call; "" when bound.
   std::string bind_pod(const BindingArgs& args, VerbSummary& summary) const;
   int filter(Workspace& ws, VerbSummary& summary) const;

@@ -39,6 +39,32 @@ struct PodRequest {
   bool terminated() const { return phase == "Succeeded" || phase == "Failed"; }
 };
 
+// What of a pod the predicates read, owned: two pods with equal facts get the same verdict on every
+// node, whatever their names (a ReplicaSet's pods, one after another). A predicate that starts
+// reading another field of PodRequest must add it here, or verdicts kept for one pod would be given
+// to another (tests/unit/verdict_memo_test.cpp checks each field).
+struct PodFacts {
+  ResourceAmounts requests;
+  std::optional<std::string> gpu_model, gpu_family;
+  std::optional<int64_t> gpu_memory_mib;
+  std::string invalid_reason;
+
+  static PodFacts of(const PodRequest& pod) {
+    auto owned = [](const std::optional<std::string_view>& v) {
+      return v ? std::optional<std::string>(std::string(*v)) : std::nullopt;
+    };
+    return {pod.requests, owned(pod.gpu_model), owned(pod.gpu_family), pod.gpu_memory_mib, pod.invalid_reason};
+  }
+  bool matches(const PodRequest& pod) const {
+    auto same = [](const std::optional<std::string>& a, const std::optional<std::string_view>& b) {
+      return a.has_value() == b.has_value() && (!a || *a == *b);
+    };
+    return requests.present == pod.requests.present && requests.milli == pod.requests.milli &&
+           same(gpu_model, pod.gpu_model) && same(gpu_family, pod.gpu_family) &&
+           gpu_memory_mib == pod.gpu_memory_mib && invalid_reason == pod.invalid_reason;
+  }
+};
+
 // What /bind needs to know of a pod, owned: who it is, which scheduler it belongs to, whether it is
 // bound already, and what it will hold on its node. Kept from /filter and /prioritize, or read from
 // the API server by a replica that did not see those.

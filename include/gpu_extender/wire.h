@@ -45,6 +45,9 @@ struct ExtenderArgs {
   bool full_mode = false;                   // Nodes.items given (nodeCacheCapable: false)
   std::vector<NodeView> nodes;              // full mode
   std::vector<std::string_view> node_names; // names mode (nodeCacheCapable: true)
+  // Every name is also its own JSON encoding (no escapes, no control characters; the parser has
+  // checked the UTF-8): answers copy names instead of escaping them again. Names mode only.
+  bool names_verbatim = false;
 };
 
 // metadata of a Kubernetes list (one page of it).

@@ -12,17 +12,26 @@
 
 namespace gpu_extender {
 
+// One node's verdict as the filter answer carries it: its reason already encoded as a JSON string
+// (quotes included), so that a reason kept from an earlier request is copied, not escaped again.
+struct EncodedVerdict {
+  Fit fit = Fit::kPass;
+  std::string_view reason_json;
+};
+
 // ExtenderFilterResult. Full mode: "Nodes":{"metadata":{},"items":[...]} with each passing node's bytes
 // exactly as received, plus "NodeNames". Names mode: "Nodes":null and "NodeNames". `verdicts` are in
 // the order of args.node_names.
+void encode_filter_result(const ExtenderArgs& args, std::span<const EncodedVerdict> verdicts, std::string& out);
+// The same from plain verdicts (their reasons are escaped here).
 void encode_filter_result(const ExtenderArgs& args, std::span<const NodeVerdict> verdicts, std::string& out);
 
 // ExtenderFilterResult that fails the pod's scheduling cycle with `error` (the scheduler logs it).
 void encode_filter_error(std::string_view error, std::string& out);
 
-// HostPriorityList: [{"Host":"node-a","Score":7},...].
+// HostPriorityList: [{"Host":"node-a","Score":7},...]. `hosts_verbatim`: see ExtenderArgs::names_verbatim.
 void encode_host_priorities(std::span<const std::string_view> hosts, std::span<const int64_t> scores,
-                            std::string& out);
+                            std::string& out, bool hosts_verbatim = false);
 
 // ExtenderPreemptionResult: the candidates with keep[i] set, victims always as UIDs
 // (NodeNameToMetaVictims), whichever form came in.

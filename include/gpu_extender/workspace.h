@@ -16,8 +16,20 @@
 #include "gpu_extender/node_source.h"
 #include "gpu_extender/policy.h"
 #include "gpu_extender/wire.h"
+#include "gpu_extender/wire_encode.h"
 
 namespace gpu_extender {
+
+// Names mode: per node slot (see NodeMemo), the verdict the policy gave the node, in the state the
+// NodeMemo version names, for a pod with `facts` under `policy`. Reused while all of these hold, so a
+// node is judged again only after it changed or for a pod that asks for something else.
+struct VerdictMemo {
+  std::shared_ptr<const Policy> policy;  // held: a reloaded policy must not reuse this one's address
+  PodFacts facts;
+  std::vector<uint64_t> judged_version;  // per slot: the NodeMemo version judged; 0: none
+  std::vector<NodeVerdict> verdict;
+  std::vector<std::string> reason_json;  // the verdict's reason as a JSON string ("" when it passed)
+};
 
 struct Workspace {
   std::shared_ptr<const Policy> policy;  // the policy this request uses, even if a reload swaps it
@@ -25,11 +37,16 @@ struct Workspace {
   std::string answer;  // the response body
   WireDecoder decoder;
   std::vector<NodeInput> inputs;
-  std::vector<std::shared_ptr<const CachedNode>> cached_nodes;  // names mode: held for the request
-  std::vector<ResourceAmounts> cached_usage;                    // names mode: usage of those nodes
+  std::vector<std::shared_ptr<const CachedNode>> cached_nodes;  // preemption: the candidates' nodes
   std::vector<size_t> input_index;                              // node_names[i] -> inputs index or npos
-  LookupMemo lookup_memo;                                       // names mode: last request's name lookups
-  std::vector<NodeVerdict> verdicts;
+  std::vector<uint32_t> slots;                                  // names mode: node_names[i] -> slot
+  std::vector<uint32_t> stale_slots;                            // names mode: slots judged again now
+  NodeMemo node_memo;                                           // names mode, kept across requests
+  VerdictMemo verdict_memo;                                     // names mode, kept across requests
+  std::vector<EncodedVerdict> encoded;                          // filter: one per node name
+  std::vector<const NodeVerdict*> verdict_of;                   // filter: one per node name
+  std::vector<NodeVerdict> verdicts;                            // judged for this request only
+  std::vector<std::string> reason_json;                         // their reasons, as JSON strings
   std::vector<NodeInput> scored_inputs;  // prioritize: the inputs that pass the filter
   std::vector<int64_t> scores;           // prioritize: one per node name
   ScoreSheet sheet;

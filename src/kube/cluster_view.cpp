@@ -20,27 +20,51 @@ bool unused(const Entry& entry) {
 }
 }  // namespace
 
+ClusterView::NodeEntry& ClusterView::entry_for(const std::string& name) {
+  auto [it, added] = nodes_.try_emplace(name);
+  if (added) {
+    if (free_slots_.empty()) {
+      it->second.slot = next_slot_++;
+    } else {
+      it->second.slot = free_slots_.back();
+      free_slots_.pop_back();
+    }
+    changed(it->second);  // a new version: a memo of the slot's last owner does not apply
+    names_changed_ = true;
+  }
+  return it->second;
+}
+
 void ClusterView::erase_if_unused(NodeMap::iterator it) {
-  // A churning cluster must not grow the map; lookup memos see the erase through the generation.
+  // A churning cluster must not grow the map.
   if (!unused(it->second)) return;
+  free_slots_.push_back(it->second.slot);
   nodes_.erase(it);
-  ++generation_;
+  names_changed_ = true;
+}
+
+void ClusterView::reindex_if_names_changed() {
+  if (!names_changed_) return;
+  index_.rebuild(nodes_);
+  names_changed_ = false;
 }
 
 void ClusterView::add_usage(const std::string& node, const ResourceAmounts& amounts, bool add) {
-  auto it = nodes_.try_emplace(node).first;
-  ResourceAmounts& used = it->second.used;
-  if (add) used.add(amounts);
-  else used.subtract(amounts);
-  erase_if_unused(it);  // the last pod of a deleted node is gone
+  NodeEntry& entry = entry_for(node);
+  if (add) entry.used.add(amounts);
+  else entry.used.subtract(amounts);
+  changed(entry);
+  erase_if_unused(nodes_.find(node));  // the last pod of a deleted node is gone
 }
 
 void ClusterView::upsert_node(const NodeView& node) {
   auto cached = CachedNode::copy_of(node);
   std::unique_lock lock(mutex_);
-  NodeEntry& entry = nodes_[std::string(node.name)];
+  NodeEntry& entry = entry_for(std::string(node.name));
   if (!entry.node) ++node_objects_;
   entry.node = std::move(cached);
+  changed(entry);
+  reindex_if_names_changed();
 }
 
 void ClusterView::delete_node(std::string_view name) {
@@ -48,8 +72,10 @@ void ClusterView::delete_node(std::string_view name) {
   auto it = nodes_.find(name);
   if (it == nodes_.end() || !it->second.node) return;
   it->second.node.reset();
+  changed(it->second);
   --node_objects_;
   erase_if_unused(it);  // pods still bound there keep the entry until their deletion follows
+  reindex_if_names_changed();
 }
 
 void ClusterView::forget_assumed(std::string_view uid) {
@@ -67,10 +93,12 @@ void ClusterView::upsert_pod(const PodRequest& pod) {
     add_usage(it->second.node, it->second.requests, false);
     pods_.erase(it);
   }
-  if (pod.node_name.empty() || pod.terminated()) return;
-  PodEntry entry{std::string(pod.node_name), pod.requests};
-  add_usage(entry.node, entry.requests, true);
-  pods_.emplace(std::string(pod.uid), std::move(entry));
+  if (!pod.node_name.empty() && !pod.terminated()) {
+    PodEntry entry{std::string(pod.node_name), pod.requests};
+    add_usage(entry.node, entry.requests, true);
+    pods_.emplace(std::string(pod.uid), std::move(entry));
+  }
+  reindex_if_names_changed();
 }
 
 void ClusterView::delete_pod(std::string_view uid) {
@@ -80,20 +108,28 @@ void ClusterView::delete_pod(std::string_view uid) {
     add_usage(it->second.node, it->second.requests, false);
     pods_.erase(it);
   }
+  reindex_if_names_changed();
 }
 
 void ClusterView::replace_nodes(const std::vector<std::shared_ptr<const CachedNode>>& nodes) {
   std::unique_lock lock(mutex_);
-  for (auto& [name, entry] : nodes_) entry.node.reset();
-  for (const auto& node : nodes) nodes_[std::string(node->view().name)].node = node;
-  if (std::erase_if(nodes_, [](const auto& entry) { return unused(entry.second); }) > 0) ++generation_;
+  for (auto& [name, entry] : nodes_) {
+    entry.node.reset();
+    changed(entry);
+  }
+  for (const auto& node : nodes) entry_for(std::string(node->view().name)).node = node;
+  for (auto it = nodes_.begin(); it != nodes_.end();) erase_if_unused(it++);
   node_objects_ = nodes.size();
+  reindex_if_names_changed();
 }
 
 void ClusterView::replace_pods(const std::vector<BoundPod>& pods) {
   std::unique_lock lock(mutex_);
   pods_.clear();
-  for (auto& [name, entry] : nodes_) entry.used = ResourceAmounts{};
+  for (auto& [name, entry] : nodes_) {
+    entry.used = ResourceAmounts{};
+    changed(entry);
+  }
   for (const BoundPod& pod : pods) {
     add_usage(pod.node, pod.requests, true);
     pods_.emplace(pod.uid, PodEntry{pod.node, pod.requests});
@@ -107,6 +143,8 @@ void ClusterView::replace_pods(const std::vector<BoundPod>& pods) {
       ++it;
     }
   }
+  for (auto it = nodes_.begin(); it != nodes_.end();) erase_if_unused(it++);  // nodes gone whose pods are too
+  reindex_if_names_changed();
 }
 
 void ClusterView::mark_nodes_synced() { nodes_synced_ = true; }
@@ -118,6 +156,7 @@ void ClusterView::assume_pod(const std::string& uid, const std::string& node, co
   forget_assumed(uid);
   assumed_[uid] = Assumed{node, requests, Clock::now() + assume_ttl_};
   add_usage(node, requests, true);
+  reindex_if_names_changed();
 }
 
 size_t ClusterView::expire_assumed(Clock::time_point now) {
@@ -132,12 +171,14 @@ size_t ClusterView::expire_assumed(Clock::time_point now) {
       ++it;
     }
   }
+  reindex_if_names_changed();
   return expired;
 }
 
 void ClusterView::release_assumed(std::string_view uid) {
   std::unique_lock lock(mutex_);
   forget_assumed(uid);
+  reindex_if_names_changed();
 }
 
 void ClusterView::remember_pending(const PodRequest& pod) {
@@ -198,39 +239,27 @@ void ClusterView::find_nodes(std::span<const std::string_view> names,
   }
 }
 
-void ClusterView::lookup(std::span<const std::string_view> names, std::vector<std::shared_ptr<const CachedNode>>& nodes,
-                         std::vector<ResourceAmounts>& used, LookupMemo* memo) const {
-  nodes.clear();
-  used.clear();
-  nodes.reserve(names.size());
-  used.reserve(names.size());
+void ClusterView::lookup(std::span<const std::string_view> names, std::vector<uint32_t>& slots,
+                         NodeMemo& memo) const {
+  slots.resize(names.size());
   std::shared_lock lock(mutex_);
-  if (memo && memo->generation != generation_) {
-    memo->names.clear();
-    memo->entries.clear();
-    memo->generation = generation_;
+  if (memo.version.size() < next_slot_) {
+    memo.version.resize(next_slot_, 0);
+    memo.node.resize(next_slot_);
+    memo.used.resize(next_slot_);
   }
   for (size_t i = 0; i < names.size(); ++i) {
-    const std::string_view name = names[i];
-    const NodeEntry* entry = nullptr;
-    // Only hits are remembered: a name unknown last time may have been added since (inserts do not
-    // change the generation).
-    if (memo && i < memo->names.size() && memo->entries[i] && memo->names[i] == name) {
-      entry = static_cast<const NodeEntry*>(memo->entries[i]);  // same name, same place as last time
-    } else {
-      auto it = nodes_.find(name);
-      entry = it == nodes_.end() ? nullptr : &it->second;
-      if (memo) {
-        if (i >= memo->names.size()) {
-          memo->names.resize(i + 1);
-          memo->entries.resize(i + 1);
-        }
-        memo->names[i].assign(name);
-        memo->entries[i] = entry;
-      }
+    const NodeEntry* entry = index_.find(names[i]);
+    if (!entry || !entry->node) {
+      slots[i] = NodeMemo::kNoSlot;
+      continue;
     }
-    nodes.push_back(entry ? entry->node : nullptr);
-    used.push_back(entry ? entry->used : ResourceAmounts{});
+    const uint32_t slot = entry->slot;
+    slots[i] = slot;
+    if (memo.version[slot] == entry->version) continue;  // unchanged since this memo saw it
+    memo.version[slot] = entry->version;
+    memo.node[slot] = entry->node;
+    memo.used[slot] = entry->used;
   }
 }
 

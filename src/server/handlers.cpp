@@ -4,6 +4,7 @@
 #include "gpu_extender/explain.h"
 #include "gpu_extender/extender_service.h"
 #include "gpu_extender/wire.h"
+#include "gpu_extender/json_writer.h"
 #include "gpu_extender/wire_encode.h"
 
 namespace gpu_extender {
@@ -81,72 +82,130 @@ Reply ExtenderService::handle(Verb verb, std::string_view body, VerbSummary& sum
   return reply;
 }
 
-const ExtenderArgs* ExtenderService::gather(Workspace& ws, VerbSummary& summary, bool scheduling) const {
-  std::vector<size_t>& input_index = ws.input_index;
+const ExtenderArgs& ExtenderService::decode_args(Workspace& ws, VerbSummary& summary, bool scheduling) const {
   const ExtenderArgs& args = ws.decoder.decode_extender_args(ws.body, ws.policy->schema());
   summary.pod = pod_label(args.pod);
   summary.nodes_in = args.node_names.size();
   if (scheduling) {
     if (parts_.cluster) parts_.cluster->remember_pending(args.pod);  // /bind will need its requests
     // The pod scored just before this one may be on its way to /bind: judge this one on usage that
-    // counts it (usage is read below, after the wait).
+    // counts it (usage is read after the wait).
     summary.bind_wait_ms = std::chrono::duration<double, std::milli>(tracker_.wait_for_others(args.pod.uid)).count();
   }
+  return args;
+}
+
+bool ExtenderService::gather(Workspace& ws, const ExtenderArgs& args) const {
+  std::vector<size_t>& input_index = ws.input_index;
   ws.inputs.clear();
   input_index.clear();
-  const UsageSource& usage = *parts_.usage;
   if (args.full_mode) {
+    const UsageSource& usage = *parts_.usage;
     ws.inputs.reserve(args.nodes.size());
     for (const NodeView& node : args.nodes) {
       input_index.push_back(ws.inputs.size());
       ws.inputs.push_back({&node, usage.used_on(node.name)});
     }
-    return &args;
+    return true;
   }
-  if (!parts_.cluster) return nullptr;
+  if (!parts_.cluster) return false;
   // Names mode: the nodes and their usage come from the cache, all looked up at one instant and held
-  // for the request.
-  parts_.cluster->lookup(args.node_names, ws.cached_nodes, ws.cached_usage, &ws.lookup_memo);
+  // (in the workspace's memo) for the request.
+  parts_.cluster->lookup(args.node_names, ws.slots, ws.node_memo);
   ws.inputs.reserve(args.node_names.size());
-  for (size_t i = 0; i < ws.cached_nodes.size(); ++i) {
-    if (!ws.cached_nodes[i]) {
+  for (uint32_t slot : ws.slots) {
+    if (slot == NodeMemo::kNoSlot) {
       input_index.push_back(kNotCached);
       continue;
     }
     input_index.push_back(ws.inputs.size());
-    ws.inputs.push_back({&ws.cached_nodes[i]->view(), ws.cached_usage[i]});
+    ws.inputs.push_back({&ws.node_memo.node[slot]->view(), ws.node_memo.used[slot]});
   }
-  return &args;
+  return true;
+}
+
+void ExtenderService::judge_names(Workspace& ws, const ExtenderArgs& args) const {
+  const NodeMemo& nodes = ws.node_memo;
+  VerdictMemo& memo = ws.verdict_memo;
+  parts_.cluster->lookup(args.node_names, ws.slots, ws.node_memo);
+  if (memo.policy != ws.policy || !memo.facts.matches(args.pod)) {
+    // Another pod (or policy): nothing judged before holds.
+    memo.policy = ws.policy;
+    memo.facts = PodFacts::of(args.pod);
+    std::fill(memo.judged_version.begin(), memo.judged_version.end(), 0);
+  }
+  if (memo.judged_version.size() < nodes.version.size()) {
+    memo.judged_version.resize(nodes.version.size(), 0);
+    memo.verdict.resize(nodes.version.size());
+    memo.reason_json.resize(nodes.version.size());
+  }
+  ws.stale_slots.clear();
+  ws.inputs.clear();
+  for (uint32_t slot : ws.slots) {
+    if (slot == NodeMemo::kNoSlot || memo.judged_version[slot] == nodes.version[slot]) continue;
+    memo.judged_version[slot] = nodes.version[slot];  // also once only for a name sent twice
+    ws.stale_slots.push_back(slot);
+    ws.inputs.push_back({&nodes.node[slot]->view(), nodes.used[slot]});
+  }
+  if (ws.stale_slots.empty()) return;
+  ws.policy->filter(args.pod, ws.inputs, ws.verdicts);
+  for (size_t k = 0; k < ws.stale_slots.size(); ++k) {
+    const uint32_t slot = ws.stale_slots[k];
+    std::swap(memo.verdict[slot], ws.verdicts[k]);  // swapped, not copied: each keeps a reason buffer
+    memo.reason_json[slot].clear();
+    if (!memo.verdict[slot].passed()) append_json_string(memo.reason_json[slot], memo.verdict[slot].reason);
+  }
 }
 
 int ExtenderService::filter(Workspace& ws, VerbSummary& summary) const {
-  const ExtenderArgs* args = gather(ws, summary, true);
-  if (!args) {
+  const ExtenderArgs& args = decode_args(ws, summary, true);
+  if (!args.full_mode && !parts_.cluster) {
     // ExtenderFilterResult has an Error field, and the scheduler logs it (it drops non-200 bodies).
     encode_filter_error(kNoNodeCache, ws.answer);
     summary.error = std::string(kNoNodeCache);
     summary.error_cause = "no_node_cache";
     return 200;
   }
-  ws.policy->filter(args->pod, ws.inputs, ws.verdicts);
-  if (ws.inputs.size() != args->node_names.size()) {
-    // Names mode with names the cache lacks: put each verdict back at its name's place (the common
-    // case, every node known, needs no second pass).
-    std::vector<NodeVerdict> evaluated = std::move(ws.verdicts);
-    ws.verdicts.assign(args->node_names.size(), NodeVerdict{});
-    for (size_t i = 0; i < args->node_names.size(); ++i) {
-      if (ws.input_index[i] != kNotCached) {
-        ws.verdicts[i] = std::move(evaluated[ws.input_index[i]]);
+  const size_t count = args.node_names.size();
+  ws.verdict_of.resize(count);
+  ws.encoded.resize(count);
+  // Verdicts judged for this request alone, with their reasons encoded: every node in full mode, the
+  // names the cache lacks in names mode. ws.verdicts and ws.reason_json are sized before the first
+  // call: the answer's views point into them.
+  auto own_verdict = [&](size_t k, size_t i) {
+    std::string& json = ws.reason_json[k];
+    json.clear();
+    if (!ws.verdicts[k].passed()) append_json_string(json, ws.verdicts[k].reason);
+    ws.verdict_of[i] = &ws.verdicts[k];
+    ws.encoded[i] = {ws.verdicts[k].fit, json};
+  };
+  if (args.full_mode) {
+    gather(ws, args);
+    ws.policy->filter(args.pod, ws.inputs, ws.verdicts);
+    if (ws.reason_json.size() < count) ws.reason_json.resize(count);
+    for (size_t i = 0; i < count; ++i) own_verdict(i, i);
+  } else {
+    judge_names(ws, args);
+    const size_t unknown = static_cast<size_t>(std::count(ws.slots.begin(), ws.slots.end(), NodeMemo::kNoSlot));
+    ws.verdicts.resize(unknown);
+    if (ws.reason_json.size() < unknown) ws.reason_json.resize(unknown);
+    for (size_t i = 0, k = 0; i < count; ++i) {
+      const uint32_t slot = ws.slots[i];
+      if (slot != NodeMemo::kNoSlot) {
+        const NodeVerdict& v = ws.verdict_memo.verdict[slot];
+        ws.verdict_of[i] = &v;
+        ws.encoded[i] = {v.fit, ws.verdict_memo.reason_json[slot]};
         continue;
       }
-      ws.verdicts[i] = {Fit::kResolvable,
-                        "node " + std::string(args->node_names[i]) +
+      ws.verdicts[k] = {Fit::kResolvable,
+                        "node " + std::string(args.node_names[i]) +
                             " is not in the extender's node cache (just added, or the cache is not synced yet)",
                         "nodeCache"};
+      own_verdict(k++, i);
     }
   }
-  for (size_t i = 0; i < ws.verdicts.size(); ++i) {
-    const NodeVerdict& v = ws.verdicts[i];
+  for (size_t i = 0; i < count; ++i) {
+    const NodeVerdict& v = *ws.verdict_of[i];
     if (v.passed()) {
       ++summary.nodes_out;
       continue;
@@ -155,37 +214,48 @@ int ExtenderService::filter(Workspace& ws, VerbSummary& summary) const {
                                 [&](const auto& r) { return r.first == v.rule; });
     if (counted == summary.rejections.end()) summary.rejections.emplace_back(v.rule, 1);
     else ++counted->second;
-    if (summary.want_reasons) summary.reasons.emplace_back(std::string(args->node_names[i]), v.reason);
+    if (summary.want_reasons) summary.reasons.emplace_back(std::string(args.node_names[i]), v.reason);
   }
-  encode_filter_result(*args, ws.verdicts, ws.answer);
-  if (summary.nodes_out > 0) tracker_.expect_bind(args->pod.uid);  // one node passing: no /prioritize comes
+  encode_filter_result(args, ws.encoded, ws.answer);
+  if (summary.nodes_out > 0) tracker_.expect_bind(args.pod.uid);  // one node passing: no /prioritize comes
   return 200;
 }
 
 int ExtenderService::prioritize(Workspace& ws, VerbSummary& summary) const {
-  const ExtenderArgs* args = gather(ws, summary, true);
+  const ExtenderArgs& args = decode_args(ws, summary, true);
   // HostPriorityList has no Error field: a request that cannot be scored is answered with a status
   // (the scheduler ignores a failed prioritize and keeps its own scores).
-  if (!args) return fail(ws, 503, kNoNodeCache, summary);
+  if (!args.full_mode && !parts_.cluster) return fail(ws, 503, kNoNodeCache, summary);
   // Only nodes that pass the filter are scored, together, as the scheduler sends them after /filter;
   // a node that fails it scores 0 (this matters to an extender registered with prioritizeVerb alone,
-  // which is sent nodes its filter would refuse).
-  ws.policy->filter(args->pod, ws.inputs, ws.verdicts);
+  // which is sent nodes its filter would refuse). scored[i]: name i's place among the scored inputs.
+  std::vector<size_t>& scored = ws.input_index;
   ws.scored_inputs.clear();
-  for (size_t i = 0; i < ws.inputs.size(); ++i)
-    if (ws.verdicts[i].passed()) ws.scored_inputs.push_back(ws.inputs[i]);
-  ws.policy->score(args->pod, ws.scored_inputs, ws.sheet);
-  // Names the cache lacks, and refused nodes, score 0. Inputs follow the names' order, so the passing
-  // ones come up here in the order they were scored.
-  ws.scores.assign(args->node_names.size(), 0);
-  for (size_t i = 0, next = 0; i < ws.scores.size(); ++i) {
-    const size_t input = ws.input_index[i];
-    if (input != kNotCached && ws.verdicts[input].passed()) ws.scores[i] = ws.sheet.final[next++];
+  if (args.full_mode) {
+    gather(ws, args);
+    ws.policy->filter(args.pod, ws.inputs, ws.verdicts);
+    for (size_t i = 0; i < ws.inputs.size(); ++i) {
+      scored[i] = ws.verdicts[i].passed() ? ws.scored_inputs.size() : kNotCached;
+      if (ws.verdicts[i].passed()) ws.scored_inputs.push_back(ws.inputs[i]);
+    }
+  } else {
+    judge_names(ws, args);
+    scored.assign(args.node_names.size(), kNotCached);  // names the cache lacks score 0
+    for (size_t i = 0; i < scored.size(); ++i) {
+      const uint32_t slot = ws.slots[i];
+      if (slot == NodeMemo::kNoSlot || !ws.verdict_memo.verdict[slot].passed()) continue;
+      scored[i] = ws.scored_inputs.size();
+      ws.scored_inputs.push_back({&ws.node_memo.node[slot]->view(), ws.node_memo.used[slot]});
+    }
   }
-  encode_host_priorities(args->node_names, ws.scores, ws.answer);
-  summary.nodes_out = args->node_names.size();
-  summary.top_scores = describe_top_scores(*args, ws.scores);
-  if (!args->node_names.empty()) tracker_.expect_bind(args->pod.uid);
+  ws.policy->score(args.pod, ws.scored_inputs, ws.sheet);
+  ws.scores.assign(args.node_names.size(), 0);
+  for (size_t i = 0; i < ws.scores.size(); ++i)
+    if (scored[i] != kNotCached) ws.scores[i] = ws.sheet.final[scored[i]];
+  encode_host_priorities(args.node_names, ws.scores, ws.answer, args.names_verbatim);
+  summary.nodes_out = args.node_names.size();
+  summary.top_scores = describe_top_scores(args, ws.scores);
+  if (!args.node_names.empty()) tracker_.expect_bind(args.pod.uid);
   return 200;
 }
 
@@ -317,13 +387,13 @@ namespace gpu_extender {
 
 // POST /explain: the ExtenderArgs of /filter, answered with every node's verdict and scores, best first.
 int ExtenderService::explain(Workspace& ws, VerbSummary& summary) const {
-  const ExtenderArgs* args = gather(ws, summary, false);
-  if (!args) return fail(ws, 503, kNoNodeCache, summary);
-  Explanation e = gpu_extender::explain(*ws.policy, args->pod, ws.inputs);
-  for (size_t i = 0; i < args->node_names.size(); ++i) {
+  const ExtenderArgs& args = decode_args(ws, summary, false);
+  if (!gather(ws, args)) return fail(ws, 503, kNoNodeCache, summary);
+  Explanation e = gpu_extender::explain(*ws.policy, args.pod, ws.inputs);
+  for (size_t i = 0; i < args.node_names.size(); ++i) {
     if (ws.input_index[i] != kNotCached) continue;
     NodeExplanation unknown;
-    unknown.node = std::string(args->node_names[i]);
+    unknown.node = std::string(args.node_names[i]);
     unknown.verdict = {Fit::kResolvable, "node is not in the extender's node cache", "nodeCache"};
     e.nodes.push_back(std::move(unknown));
   }

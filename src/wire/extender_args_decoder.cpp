@@ -68,31 +68,42 @@ void decode_extender_nodes(od::document& doc, od::value nodes, const ViewSchema&
   }
 }
 
+std::string indexed(std::string_view field, size_t index) {
+  return std::string(field) + "[" + std::to_string(index) + "]";
+}
+
 // A node name as a view into the body when it has no escapes (node names are DNS names: always),
-// else unescaped by simdjson. Saves copying 5,000 names into the parser's string buffer.
-std::string_view node_name(od::value item, size_t index) {
+// else unescaped by simdjson. Saves copying 5,000 names into the parser's string buffer, and lets the
+// answer copy them back as they came (`verbatim`).
+std::string_view node_name(od::value item, size_t index, bool& verbatim) {
   const std::string_view token = without_trailing_space(item.raw_json_token());
   if (token.size() >= 2 && token.front() == '"' && token.back() == '"') {
     const std::string_view inner = token.substr(1, token.size() - 2);
-    bool plain = true;
-    for (char c : inner) plain &= c != '\\' && c != '"' && static_cast<unsigned char>(c) >= 0x20;
+    bool plain = true;  // the closing quote is the first unescaped one: no '"' inside
+    for (char c : inner) plain &= c != '\\' && static_cast<unsigned char>(c) >= 0x20;
     if (plain) {
       // Consumed, not left to the iterator: On Demand steps over an unread string followed by ':' as
       // if it were a key, so ["a":"b"] would pass as a list of names (a fuzzing find).
       od::raw_json_string raw;
-      if (auto error = item.get_raw_json_string().get(raw))
-        throw_json_error("NodeNames[" + std::to_string(index) + "]", error, "a string");
+      if (auto error = item.get_raw_json_string().get(raw)) throw_json_error(indexed("NodeNames", index), error, "a string");
       return inner;
     }
   }
-  return take(item.get_string(), "NodeNames[" + std::to_string(index) + "]", "a string");
+  verbatim = false;
+  std::string_view name;
+  if (auto error = item.get_string().get(name)) throw_json_error(indexed("NodeNames", index), error, "a string");
+  return name;
 }
 
 void decode_node_names(od::value names, ExtenderArgs& args) {
   size_t index = 0;
-  for (auto item : take(names.get_array(), "NodeNames", "an array of node names")) {
+  args.names_verbatim = true;
+  // Field names for errors are built only on an error: 5,000 names must not cost 5,000 strings.
+  for (auto result : take(names.get_array(), "NodeNames", "an array of node names")) {
     check_node_count(index, "NodeNames");
-    args.node_names.push_back(node_name(take(item, "NodeNames[" + std::to_string(index) + "]", "a string"), index));
+    od::value item;
+    if (auto error = std::move(result).get(item)) throw_json_error(indexed("NodeNames", index), error, "a string");  // NOLINT(performance-move-const-arg)
+    args.node_names.push_back(node_name(item, index, args.names_verbatim));
     ++index;
   }
 }
@@ -103,6 +114,7 @@ const ExtenderArgs& WireDecoder::decode_extender_args(const std::string& body, c
   ExtenderArgs& args = impl_->args;
   args.pod = PodRequest{};
   args.full_mode = false;
+  args.names_verbatim = false;
   args.nodes.clear();
   args.node_names.clear();
   validated_values = 0;
@@ -142,6 +154,7 @@ const ExtenderArgs& WireDecoder::decode_extender_args(const std::string& body, c
   // both the node objects and their names.
   args.full_mode = has_nodes;
   if (has_nodes) {
+    args.names_verbatim = false;
     args.node_names.clear();
     for (const NodeView& n : args.nodes) args.node_names.push_back(n.name);
   }

@@ -4,8 +4,19 @@
 namespace gpu_extender {
 namespace {
 
+// A node name in an answer: copied when the request's names are their own JSON encoding.
+void append_name(std::string& out, std::string_view name, bool verbatim) {
+  if (!verbatim) {
+    append_json_string(out, name);
+    return;
+  }
+  out.push_back('"');
+  out += name;
+  out.push_back('"');
+}
+
 void append_failed_map(std::string& out, std::string_view key, const ExtenderArgs& args,
-                       std::span<const NodeVerdict> verdicts, Fit which) {
+                       std::span<const EncodedVerdict> verdicts, Fit which) {
   out += ",\"";
   out += key;
   out += "\":{";
@@ -14,47 +25,63 @@ void append_failed_map(std::string& out, std::string_view key, const ExtenderArg
     if (verdicts[i].fit != which) continue;
     if (!first) out.push_back(',');
     first = false;
-    append_json_string(out, args.node_names[i]);
+    append_name(out, args.node_names[i], args.names_verbatim);
     out.push_back(':');
-    append_json_string(out, verdicts[i].reason);
+    out += verdicts[i].reason_json;
   }
   out.push_back('}');
 }
 
 }  // namespace
 
-void encode_filter_result(const ExtenderArgs& args, std::span<const NodeVerdict> verdicts, std::string& out) {
+void encode_filter_result(const ExtenderArgs& args, std::span<const EncodedVerdict> verdicts, std::string& out) {
+  size_t reason_bytes = 0;
+  for (const EncodedVerdict& v : verdicts) reason_bytes += v.reason_json.size();
   if (args.full_mode) {
     size_t passing_bytes = 0;
     for (size_t i = 0; i < verdicts.size(); ++i)
-      if (verdicts[i].passed()) passing_bytes += args.nodes[i].raw_json.size() + 1;
-    out.reserve(out.size() + passing_bytes + 64 * verdicts.size() + 128);
+      if (verdicts[i].fit == Fit::kPass) passing_bytes += args.nodes[i].raw_json.size() + 1;
+    out.reserve(out.size() + passing_bytes + reason_bytes + 64 * verdicts.size() + 128);
     out += "{\"Nodes\":{\"metadata\":{},\"items\":[";
     bool first = true;
     for (size_t i = 0; i < verdicts.size(); ++i) {
-      if (!verdicts[i].passed()) continue;
+      if (verdicts[i].fit != Fit::kPass) continue;
       if (!first) out.push_back(',');
       first = false;
       out += args.nodes[i].raw_json;
     }
     out += "]}";
   } else {
-    // Names and reasons: about 64 bytes a node; one reservation instead of a dozen regrowths.
-    out.reserve(out.size() + 64 * verdicts.size() + 128);
+    // Names and reasons: one reservation instead of a dozen regrowths.
+    out.reserve(out.size() + reason_bytes + 48 * verdicts.size() + 128);
     out += "{\"Nodes\":null";
   }
   out += ",\"NodeNames\":[";
   bool first = true;
   for (size_t i = 0; i < verdicts.size(); ++i) {
-    if (!verdicts[i].passed()) continue;
+    if (verdicts[i].fit != Fit::kPass) continue;
     if (!first) out.push_back(',');
     first = false;
-    append_json_string(out, args.node_names[i]);
+    append_name(out, args.node_names[i], args.names_verbatim);
   }
   out.push_back(']');
   append_failed_map(out, "FailedNodes", args, verdicts, Fit::kResolvable);
   append_failed_map(out, "FailedAndUnresolvableNodes", args, verdicts, Fit::kUnresolvable);
   out += ",\"Error\":\"\"}";
+}
+
+void encode_filter_result(const ExtenderArgs& args, std::span<const NodeVerdict> verdicts, std::string& out) {
+  // All reasons escaped into one buffer first, then viewed (the buffer no longer moves).
+  std::string reasons;
+  std::vector<size_t> ends(verdicts.size());
+  for (size_t i = 0; i < verdicts.size(); ++i) {
+    if (!verdicts[i].passed()) append_json_string(reasons, verdicts[i].reason);
+    ends[i] = reasons.size();
+  }
+  std::vector<EncodedVerdict> encoded(verdicts.size());
+  for (size_t i = 0, start = 0; i < verdicts.size(); start = ends[i++])
+    encoded[i] = {verdicts[i].fit, std::string_view(reasons).substr(start, ends[i] - start)};
+  encode_filter_result(args, encoded, out);
 }
 
 void encode_filter_error(std::string_view error, std::string& out) {
@@ -64,13 +91,13 @@ void encode_filter_error(std::string_view error, std::string& out) {
 }
 
 void encode_host_priorities(std::span<const std::string_view> hosts, std::span<const int64_t> scores,
-                            std::string& out) {
+                            std::string& out, bool hosts_verbatim) {
   out.reserve(out.size() + hosts.size() * 48 + 2);
   out.push_back('[');
   for (size_t i = 0; i < hosts.size(); ++i) {
     if (i) out.push_back(',');
     out += "{\"Host\":";
-    append_json_string(out, hosts[i]);
+    append_name(out, hosts[i], hosts_verbatim);
     out += ",\"Score\":";
     append_json_int(out, scores[i]);
     out.push_back('}');
