@@ -34,6 +34,7 @@ struct NodeMemo {
   std::vector<uint64_t> version;  // per slot; 0: never seen
   std::vector<std::shared_ptr<const CachedNode>> node;
   std::vector<ResourceAmounts> used;
+  std::vector<uint64_t> scratch_hashes;  // lookup's working space, kept for the next request
 };
 
 class ClusterView final : public UsageSource, public NodeSource {
@@ -107,12 +108,17 @@ class ClusterView final : public UsageSource, public NodeSource {
   struct NodeEntry {
     std::shared_ptr<const CachedNode> node;
     ResourceAmounts used;
-    uint32_t slot = 0;     // see NodeMemo; reused after the entry is erased
-    uint64_t version = 0;  // from version_clock_: bumped with every change of node or used
+    uint32_t slot = 0;  // see NodeMemo; reused after the entry is erased
+  };
+  // Per slot, densely: which entry holds it, and its version (from version_clock_, set anew with
+  // every change of the entry's node or usage). Names-mode lookups read these, not the map.
+  struct SlotState {
+    uint64_t version = 0;
+    const NodeEntry* entry = nullptr;
   };
   using NodeMap = std::unordered_map<std::string, NodeEntry, StringHash, std::equal_to<>>;
   NodeEntry& entry_for(const std::string& name);  // created (with a slot) when missing
-  void changed(NodeEntry& entry) { entry.version = ++version_clock_; }
+  void changed(const NodeEntry& entry) { slot_states_[entry.slot].version = ++version_clock_; }
   void add_usage(const std::string& node, const ResourceAmounts& amounts, bool add);
   void erase_if_unused(NodeMap::iterator it);
   void reindex_if_names_changed();  // at the end of every writer that may add or erase entries
@@ -131,7 +137,8 @@ class ClusterView final : public UsageSource, public NodeSource {
   std::chrono::milliseconds assume_ttl_;
   std::chrono::milliseconds pending_ttl_;
   std::atomic<bool> nodes_synced_{false}, pods_synced_{false};
-  NodeNameIndex<const NodeEntry> index_;  // over nodes_, for lookup()
+  NodeNameIndex index_;  // the names of nodes_, for lookup()
+  std::vector<SlotState> slot_states_;
   bool names_changed_ = false;             // an entry was added or erased since index_ was built
   uint64_t version_clock_ = 0;
   std::vector<uint32_t> free_slots_;

@@ -25,12 +25,14 @@ ClusterView::NodeEntry& ClusterView::entry_for(const std::string& name) {
   if (added) {
     if (free_slots_.empty()) {
       it->second.slot = next_slot_++;
+      slot_states_.resize(next_slot_);
     } else {
       it->second.slot = free_slots_.back();
       free_slots_.pop_back();
     }
+    slot_states_[it->second.slot].entry = &it->second;
     changed(it->second);  // a new version: a memo of the slot's last owner does not apply
-    names_changed_ = true;
+    if (!index_.insert(it->first, it->second.slot)) names_changed_ = true;
   }
   return it->second;
 }
@@ -39,13 +41,17 @@ void ClusterView::erase_if_unused(NodeMap::iterator it) {
   // A churning cluster must not grow the map.
   if (!unused(it->second)) return;
   free_slots_.push_back(it->second.slot);
+  slot_states_[it->second.slot].entry = nullptr;
   nodes_.erase(it);
-  names_changed_ = true;
+  names_changed_ = true;  // the index still points at the erased entry: rebuilt before the lock is released
 }
 
 void ClusterView::reindex_if_names_changed() {
   if (!names_changed_) return;
-  index_.rebuild(nodes_);
+  std::vector<std::pair<std::string_view, uint32_t>> names;
+  names.reserve(nodes_.size());
+  for (const auto& [name, entry] : nodes_) names.emplace_back(name, entry.slot);
+  index_.rebuild(names);
   names_changed_ = false;
 }
 
@@ -241,25 +247,23 @@ void ClusterView::find_nodes(std::span<const std::string_view> names,
 
 void ClusterView::lookup(std::span<const std::string_view> names, std::vector<uint32_t>& slots,
                          NodeMemo& memo) const {
-  slots.resize(names.size());
   std::shared_lock lock(mutex_);
-  if (memo.version.size() < next_slot_) {
-    memo.version.resize(next_slot_, 0);
-    memo.node.resize(next_slot_);
-    memo.used.resize(next_slot_);
+  if (memo.version.size() < slot_states_.size()) {
+    memo.version.resize(slot_states_.size(), 0);
+    memo.node.resize(slot_states_.size());
+    memo.used.resize(slot_states_.size());
   }
-  for (size_t i = 0; i < names.size(); ++i) {
-    const NodeEntry* entry = index_.find(names[i]);
-    if (!entry || !entry->node) {
-      slots[i] = NodeMemo::kNoSlot;
-      continue;
+  static_assert(NodeMemo::kNoSlot == NodeNameIndex::kNone);
+  index_.find_many(names, memo.scratch_hashes, slots);
+  for (uint32_t& slot : slots) {
+    if (slot == NodeMemo::kNoSlot) continue;
+    const SlotState& state = slot_states_[slot];
+    if (memo.version[slot] != state.version) {  // changed since this memo saw it
+      memo.version[slot] = state.version;
+      memo.node[slot] = state.entry->node;
+      memo.used[slot] = state.entry->used;
     }
-    const uint32_t slot = entry->slot;
-    slots[i] = slot;
-    if (memo.version[slot] == entry->version) continue;  // unchanged since this memo saw it
-    memo.version[slot] = entry->version;
-    memo.node[slot] = entry->node;
-    memo.used[slot] = entry->used;
+    if (!memo.node[slot]) slot = NodeMemo::kNoSlot;  // a deleted node whose pods are not gone yet
   }
 }
 

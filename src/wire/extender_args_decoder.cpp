@@ -78,10 +78,10 @@ std::string indexed(std::string_view field, size_t index) {
 std::string_view node_name(od::value item, size_t index, bool& verbatim) {
   const std::string_view token = without_trailing_space(item.raw_json_token());
   if (token.size() >= 2 && token.front() == '"' && token.back() == '"') {
-    const std::string_view inner = token.substr(1, token.size() - 2);
-    bool plain = true;  // the closing quote is the first unescaped one: no '"' inside
-    for (char c : inner) plain &= c != '\\' && static_cast<unsigned char>(c) >= 0x20;
-    if (plain) {
+    // No '"' inside (the closing quote is the first unescaped one), and no control characters (the
+    // first pass checked): without a backslash, the bytes are the name and their own encoding.
+    if (!has_escape(token)) {
+      const std::string_view inner = token.substr(1, token.size() - 2);
       // Consumed, not left to the iterator: On Demand steps over an unread string followed by ':' as
       // if it were a key, so ["a":"b"] would pass as a list of names (a fuzzing find).
       od::raw_json_string raw;

@@ -21,13 +21,29 @@ void append_failed_map(std::string& out, std::string_view key, const ExtenderArg
   out += key;
   out += "\":{";
   bool first = true;
-  for (size_t i = 0; i < verdicts.size(); ++i) {
-    if (verdicts[i].fit != which) continue;
-    if (!first) out.push_back(',');
-    first = false;
-    append_name(out, args.node_names[i], args.names_verbatim);
-    out.push_back(':');
-    out += verdicts[i].reason_json;
+  if (args.names_verbatim) {
+    size_t bytes = 0;
+    for (size_t i = 0; i < verdicts.size(); ++i)
+      if (verdicts[i].fit == which) bytes += args.node_names[i].size() + verdicts[i].reason_json.size() + 4;
+    PresizedAppender append(out, bytes);
+    for (size_t i = 0; i < verdicts.size(); ++i) {
+      if (verdicts[i].fit != which) continue;
+      if (!first) append.put(',');
+      first = false;
+      append.put('"');
+      append.put(args.node_names[i]);
+      append.put("\":");
+      append.put(verdicts[i].reason_json);
+    }
+  } else {
+    for (size_t i = 0; i < verdicts.size(); ++i) {
+      if (verdicts[i].fit != which) continue;
+      if (!first) out.push_back(',');
+      first = false;
+      append_json_string(out, args.node_names[i]);
+      out.push_back(':');
+      out += verdicts[i].reason_json;
+    }
   }
   out.push_back('}');
 }
@@ -92,15 +108,33 @@ void encode_filter_error(std::string_view error, std::string& out) {
 
 void encode_host_priorities(std::span<const std::string_view> hosts, std::span<const int64_t> scores,
                             std::string& out, bool hosts_verbatim) {
-  out.reserve(out.size() + hosts.size() * 48 + 2);
+  constexpr std::string_view kHost = "{\"Host\":", kScore = ",\"Score\":";
   out.push_back('[');
-  for (size_t i = 0; i < hosts.size(); ++i) {
-    if (i) out.push_back(',');
-    out += "{\"Host\":";
-    append_name(out, hosts[i], hosts_verbatim);
-    out += ",\"Score\":";
-    append_json_int(out, scores[i]);
-    out.push_back('}');
+  if (hosts_verbatim) {
+    size_t bytes = 0;
+    for (std::string_view host : hosts)
+      bytes += kHost.size() + host.size() + 2 + kScore.size() + PresizedAppender::kMaxIntBytes + 2;
+    PresizedAppender append(out, bytes);
+    for (size_t i = 0; i < hosts.size(); ++i) {
+      if (i) append.put(',');
+      append.put(kHost);
+      append.put('"');
+      append.put(hosts[i]);
+      append.put('"');
+      append.put(kScore);
+      append.put_int(scores[i]);
+      append.put('}');
+    }
+  } else {
+    out.reserve(out.size() + hosts.size() * 48 + 2);
+    for (size_t i = 0; i < hosts.size(); ++i) {
+      if (i) out.push_back(',');
+      out += kHost;
+      append_json_string(out, hosts[i]);
+      out += kScore;
+      append_json_int(out, scores[i]);
+      out.push_back('}');
+    }
   }
   out.push_back(']');
 }

@@ -110,6 +110,23 @@ TEST_CASE("decode: the pod's GPU annotations, and limits standing in for request
   CHECK(args.node_names.empty());
 }
 
+TEST_CASE("decode: node names without escapes are their own JSON, others are unescaped and say so") {
+  WireDecoder decoder;
+  std::string plain = "{\"Pod\":" + kPod + ",\"NodeNames\":[\"gpu-1\", \"gp\u00fc-2\"]}";
+  const ExtenderArgs& a = decoder.decode_extender_args(plain, schema());
+  REQUIRE(a.node_names.size() == 2);
+  CHECK(a.node_names[1] == "gp\u00fc-2");
+  CHECK(a.names_verbatim);
+  std::string escaped = "{\"Pod\":" + kPod + ",\"NodeNames\":[\"gpu-1\",\"gpu\\u002d2\"]}";
+  const ExtenderArgs& b = decoder.decode_extender_args(escaped, schema());
+  CHECK(b.node_names[1] == "gpu-2");
+  CHECK_FALSE(b.names_verbatim);
+  // A raw control character is not JSON: the first pass refuses it, escapes or not.
+  CHECK(decode_error_of("{\"Pod\":" + kPod + ",\"NodeNames\":[\"gpu\x01\"]}").find("malformed JSON") !=
+        std::string::npos);
+  CHECK(decode_error_of("{\"Pod\":" + kPod + ",\"NodeNames\":[\"gpu\", 7]}") == "NodeNames[1]: expected a string");
+}
+
 TEST_CASE("decode: bad input is a DecodeError that names the field") {
   CHECK(decode_error_of("") .find("malformed JSON") != std::string::npos);
   CHECK(decode_error_of("{\"Pod\":") .find("malformed JSON") != std::string::npos);

@@ -47,6 +47,27 @@ TEST_CASE("encode: names-mode filter result has Nodes null") {
   CHECK(result["FailedNodes"] == json::object());
 }
 
+TEST_CASE("encode: names given verbatim are copied, and the answer is the same as escaping them") {
+  ExtenderArgs args;
+  args.node_names = {"gpu-1", "gpu-2", "gpu-3"};
+  std::vector<NodeVerdict> verdicts(3);
+  verdicts[0] = {Fit::kResolvable, "busy \"now\"", "gpuCount"};
+  verdicts[2] = {Fit::kUnresolvable, "no", "gpuModel"};
+  std::string escaped, verbatim;
+  encode_filter_result(args, verdicts, escaped);
+  args.names_verbatim = true;
+  encode_filter_result(args, verdicts, verbatim);
+  CHECK(verbatim == escaped);
+  CHECK(json::parse(verbatim)["FailedNodes"] == json({{"gpu-1", "busy \"now\""}}));
+  const std::vector<int64_t> scores{INT64_MIN, 0, 10};
+  escaped.clear();
+  verbatim.clear();
+  encode_host_priorities(args.node_names, scores, escaped);
+  encode_host_priorities(args.node_names, scores, verbatim, true);
+  CHECK(verbatim == escaped);
+  CHECK(verbatim == R"([{"Host":"gpu-1","Score":-9223372036854775808},{"Host":"gpu-2","Score":0},{"Host":"gpu-3","Score":10}])");
+}
+
 TEST_CASE("encode: HostPriorityList, filter error, error object") {
   std::vector<std::string_view> hosts{"a", "b\"q"};
   std::vector<int64_t> scores{10, 0};

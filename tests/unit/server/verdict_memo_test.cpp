@@ -1,0 +1,166 @@
+// Names mode keeps each node's verdict between requests (VerdictMemo) and judges a node again only
+// when it, the pod's facts or the policy changed. These cases change one of them at a time and check
+// the answer against what a fresh judgement gives.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "gpu_extender/cluster_view.h"
+#include "gpu_extender/extender_service.h"
+
+using namespace gpu_extender;
+
+namespace {
+
+std::shared_ptr<ClusterView> two_node_cluster(const ViewSchema& schema) {
+  auto view = std::make_shared<ClusterView>();
+  WireDecoder decoder;
+  NodeView node;
+  for (const char* name : {"small", "large"}) {
+    const int gpus = std::string_view(name) == "small" ? 1 : 8;
+    const std::string event = std::string(R"({"type":"ADDED","object":{"metadata":{"name":")") + name +
+                              R"(","labels":{"gpu.nvidia.com/model":"A100","gpu.nvidia.com/count":")" +
+                              std::to_string(gpus) + R"("}},"status":{"allocatable":{"nvidia.com/gpu":")" +
+                              std::to_string(gpus) + R"("}}}})";
+    decoder.decode_node_event(event, schema, node);
+    view->upsert_node(node);
+  }
+  view->mark_nodes_synced();
+  view->mark_pods_synced();
+  return view;
+}
+
+std::string names_body(const std::string& uid, int gpus, const std::string& annotations = "{}") {
+  return R"({"Pod":{"metadata":{"name":"p-)" + uid + R"(","namespace":"ml","uid":")" + uid +
+         R"(","annotations":)" + annotations +
+         R"(},"spec":{"containers":[{"name":"c","resources":{"requests":{"nvidia.com/gpu":")" + std::to_string(gpus) +
+         R"("}}}]}},"NodeNames":["small","large","unknown"]})";
+}
+
+// Per node name: "pass", or the map it failed into with its reason.
+std::map<std::string, std::string> verdicts(const ExtenderService& service, const std::string& body) {
+  VerbSummary summary;
+  const Reply reply = service.handle(Verb::kFilter, body, summary);
+  REQUIRE(reply.status == 200);
+  const auto answer = nlohmann::json::parse(reply.body);
+  std::map<std::string, std::string> out;
+  for (const auto& name : answer["NodeNames"]) out[name.get<std::string>()] = "pass";
+  for (const auto& [name, reason] : answer["FailedNodes"].items()) out[name] = "failed: " + reason.get<std::string>();
+  for (const auto& [name, reason] : answer["FailedAndUnresolvableNodes"].items())
+    out[name] = "unresolvable: " + reason.get<std::string>();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("verdict memo: a node bound to in between is judged again, the others keep their verdict") {
+  auto policy = Policy::build(default_policy_config());
+  auto view = two_node_cluster(policy->schema());
+  const ExtenderService service(ServiceParts{policy, nullptr, view, nullptr});
+  auto first = verdicts(service, names_body("a", 1));
+  CHECK(first["small"] == "pass");
+  CHECK(first["large"] == "pass");
+  CHECK(first["unknown"].find("not in the extender's node cache") != std::string::npos);
+
+  ResourceAmounts one;
+  one.set(ViewSchema::kGpuResource, 1000);
+  view->assume_pod("a", "small", one);  // pod a's /bind
+  auto second = verdicts(service, names_body("b", 1));
+  CHECK(second["small"] == "failed: only 0 of 1 GPUs free; pod requests 1");
+  CHECK(second["large"] == "pass");
+  view->release_assumed("a");  // the bind failed
+  CHECK(verdicts(service, names_body("c", 1))["small"] == "pass");
+}
+
+TEST_CASE("verdict memo: a pod asking for something else is judged afresh, and the first again after it") {
+  auto policy = Policy::build(default_policy_config());
+  auto view = two_node_cluster(policy->schema());
+  const ExtenderService service(ServiceParts{policy, nullptr, view, nullptr});
+  CHECK(verdicts(service, names_body("a", 1))["small"] == "pass");
+  CHECK(verdicts(service, names_body("b", 2))["small"] == "unresolvable: node has 1 GPUs; pod requests 2");
+  auto t4 = verdicts(service, names_body("c", 1, R"({"gpu.nvidia.com/model":"T4"})"));
+  CHECK(t4["large"] == "unresolvable: gpu model A100 does not match requested T4");
+  auto memory = verdicts(service, names_body("d", 1, R"({"gpu.nvidia.com/memory":"81920"})"));
+  CHECK(memory["large"].rfind("unresolvable: ", 0) == 0);
+  auto family = verdicts(service, names_body("e", 1, R"({"gpu.nvidia.com/family":"hopper"})"));
+  CHECK(family["large"].rfind("unresolvable: node has no ", 0) == 0);
+  auto invalid = verdicts(service, names_body("f", 1, R"({"gpu.nvidia.com/memory":"lots"})"));
+  CHECK(invalid["large"].rfind("unresolvable: ", 0) == 0);
+  CHECK(invalid["large"] != memory["large"]);
+  auto again = verdicts(service, names_body("g", 1));
+  CHECK(again["small"] == "pass");
+  CHECK(again["large"] == "pass");
+}
+
+TEST_CASE("verdict memo: pod facts differ in every field a predicate reads") {
+  PodRequest base;
+  base.requests.set(ViewSchema::kGpuResource, 1000);
+  const PodFacts facts = PodFacts::of(base);
+  CHECK(facts.matches(base));
+  PodRequest other = base;
+  other.name = "another-replica";  // identity is not a fact
+  other.uid = "u2";
+  CHECK(facts.matches(other));
+  auto differs = [&](auto change) {
+    PodRequest p = base;
+    change(p);
+    return !facts.matches(p);
+  };
+  CHECK(differs([](PodRequest& p) { p.requests.set(ViewSchema::kGpuResource, 2000); }));
+  CHECK(differs([](PodRequest& p) { p.requests.set(ViewSchema::kPackedResource, 0); }));  // listed, even as 0
+  CHECK(differs([](PodRequest& p) { p.gpu_model = "A100"; }));
+  CHECK(differs([](PodRequest& p) { p.gpu_model = ""; }));
+  CHECK(differs([](PodRequest& p) { p.gpu_family = "ampere"; }));
+  CHECK(differs([](PodRequest& p) { p.gpu_memory_mib = 1024; }));
+  CHECK(differs([](PodRequest& p) { p.invalid_reason = "bad annotation"; }));
+}
+
+TEST_CASE("verdict memo: a reloaded policy judges every node again") {
+  auto policy = Policy::build(default_policy_config());
+  auto view = two_node_cluster(policy->schema());
+  const ExtenderService service(ServiceParts{policy, nullptr, view, nullptr});
+  CHECK(verdicts(service, names_body("a", 2))["small"] == "unresolvable: node has 1 GPUs; pod requests 2");
+  PolicyConfig without_count = default_policy_config();
+  std::erase(without_count.filters, "gpuCount");
+  REQUIRE(service.replace_policy(Policy::build(without_count)).empty());
+  CHECK(verdicts(service, names_body("b", 2))["small"] == "pass");
+}
+
+TEST_CASE("names lookup: slots stay with their nodes, and a memo is refreshed only where a node changed") {
+  ClusterView view;
+  NodeView node;
+  for (const char* name : {"n1", "n2"}) {
+    node.name = name;
+    view.upsert_node(node);
+  }
+  NodeMemo memo;
+  std::vector<uint32_t> slots;
+  const std::vector<std::string_view> names{"n2", "n1", "gone"};
+  view.lookup(names, slots, memo);
+  REQUIRE(slots[0] != NodeMemo::kNoSlot);
+  REQUIRE(slots[1] != NodeMemo::kNoSlot);
+  CHECK(slots[0] != slots[1]);
+  CHECK(slots[2] == NodeMemo::kNoSlot);
+  const uint32_t n1 = slots[1], n2 = slots[0];
+  const uint64_t n1_version = memo.version[n1], n2_version = memo.version[n2];
+
+  ResourceAmounts two;
+  two.set(ViewSchema::kGpuResource, 2000);
+  view.assume_pod("p", "n1", two);
+  view.lookup(names, slots, memo);
+  CHECK(memo.version[n1] != n1_version);
+  CHECK(memo.used[n1].get(ViewSchema::kGpuResource) == 2000);
+  CHECK(memo.version[n2] == n2_version);
+
+  view.delete_node("n1");  // its pod keeps the entry: no node object, so not a node to judge
+  view.lookup(names, slots, memo);
+  CHECK(slots[1] == NodeMemo::kNoSlot);
+  view.release_assumed("p");  // now the entry goes, and its slot is free for the next node
+  node.name = "n3";
+  view.upsert_node(node);
+  const std::vector<std::string_view> n3{"n3"};
+  view.lookup(n3, slots, memo);
+  REQUIRE(slots[0] == n1);  // the slot is reused...
+  CHECK(memo.version[n1] != n1_version);  // ...under a version no memo has seen
+  CHECK(memo.node[n1]->view().name == "n3");
+}
