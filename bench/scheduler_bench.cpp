@@ -3,10 +3,11 @@
 // extender binding through a fake API server over TLS) places PODS pods of 1 GPU on NODES A100 nodes
 // of 8 GPUs, in full mode and in names mode. Prints pods/s, the time the extender adds to one
 // scheduling cycle (its /filter + /prioritize round trips as the driver sees them), and /bind.
-// Usage: scheduler_bench [NODES [PODS]]   (default 500 nodes, 500 pods)
+// Usage: scheduler_bench [NODES [PODS [names|full]]]   (default 500 nodes, 500 pods, both modes)
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <string>
 
 #include "../tests/integration/extender_process.h"
 #include "../tests/integration/fake_api_server.h"
@@ -18,7 +19,9 @@ using nlohmann::json;
 int main(int argc, char** argv) {
   const int nodes = argc > 1 ? std::atoi(argv[1]) : 500;
   const int pods = argc > 2 ? std::atoi(argv[2]) : 500;
+  const std::string only = argc > 3 ? argv[3] : "";  // "names" or "full": that mode alone
   for (const bool names_mode : {true, false}) {
+    if (!only.empty() && only != (names_mode ? "names" : "full")) continue;
     test_support::FakeApiServer api;
     for (int i = 0; i < nodes; ++i) api.put_node(test_support::make_node("gpu-" + std::to_string(i), "A100", 8));
     test_support::ExtenderProcess extender(api.extender_args());

@@ -15,6 +15,7 @@
 
 #include "gpu_extender/node_view.h"
 #include "gpu_extender/pod_request.h"
+#include "gpu_extender/score_scaling.h"
 #include "gpu_extender/policy_config.h"
 #include "gpu_extender/verdict.h"
 
@@ -69,6 +70,7 @@ struct ScoreSheet {
   std::vector<Column> columns;
   std::vector<double> combined;  // weighted mean of the applied columns, 0..100
   std::vector<int64_t> final;    // 0..10, what the scheduler receives
+  ScoreOrder order;              // scale_scores' working space
 };
 
 class Policy {

@@ -8,12 +8,19 @@
 // worst ones share the bottom. Equal raw values always get equal scores. Thread-safe: pure function.
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace gpu_extender {
 
 inline constexpr int64_t kMaxExtenderPriority = 10;
 
-void scale_scores(std::span<const double> raw, std::vector<int64_t>& out);
+// `order`: working space, kept by the caller across requests (5,000 nodes: 80 KB not allocated anew).
+using ScoreOrder = std::vector<std::pair<double, size_t>>;
+void scale_scores(std::span<const double> raw, std::vector<int64_t>& out, ScoreOrder& order);
+inline void scale_scores(std::span<const double> raw, std::vector<int64_t>& out) {
+  ScoreOrder order;
+  scale_scores(raw, out, order);
+}
 
 }  // namespace gpu_extender

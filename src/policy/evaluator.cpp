@@ -95,7 +95,7 @@ void Policy::score(const PodRequest& pod, std::span<const NodeInput> nodes, Scor
   // A pod no scorer has an opinion on gets the same (zero) score everywhere: neutral.
   if (total_weight > 0)
     for (double& value : sheet.combined) value /= total_weight;
-  scale_scores(sheet.combined, sheet.final);
+  scale_scores(sheet.combined, sheet.final, sheet.order);
 }
 
 }  // namespace gpu_extender

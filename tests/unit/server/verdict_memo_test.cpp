@@ -164,3 +164,18 @@ TEST_CASE("names lookup: slots stay with their nodes, and a memo is refreshed on
   CHECK(memo.version[n1] != n1_version);  // ...under a version no memo has seen
   CHECK(memo.node[n1]->view().name == "n3");
 }
+
+TEST_CASE("prioritize: the request log names the best three nodes, best first") {
+  auto policy = Policy::build(default_policy_config());
+  auto view = two_node_cluster(policy->schema());
+  const ExtenderService service(ServiceParts{policy, nullptr, view, nullptr});
+  VerbSummary summary;
+  const Reply reply = service.handle(Verb::kPrioritize, names_body("a", 1), summary);
+  REQUIRE(reply.status == 200);
+  std::map<std::string, int64_t> scores;
+  for (const auto& host : nlohmann::json::parse(reply.body)) scores[host["Host"]] = host["Score"];
+  REQUIRE(scores["small"] > scores["large"]);  // the exact fit first
+  CHECK(scores["unknown"] == 0);
+  CHECK(summary.top_scores == "small=" + std::to_string(scores["small"]) + " large=" +
+                                  std::to_string(scores["large"]) + " unknown=0");
+}
