@@ -20,12 +20,11 @@ TEST_CASE("node name index: names of every length are found, one by one and all 
   }
   std::vector<std::string_view> queries;
   for (size_t i = names.size(); i-- > 0;) queries.push_back(names[i]);  // another order
-  queries.push_back("n");                                      // a prefix of many
-  queries.push_back(names[5] + "x");                           // one byte longer
   std::string last_byte_differs = names[12345];
   last_byte_differs.back() ^= 1;
-  queries.push_back(last_byte_differs);
-  queries.push_back("");
+  // Absent: a prefix of many names, one byte longer than a name, its last byte changed, empty.
+  const std::vector<std::string> absent{"n", names[5] + "x", last_byte_differs, ""};
+  for (const std::string& name : absent) queries.push_back(name);
   std::vector<uint64_t> scratch;
   std::vector<uint32_t> found;
   index.find_many(queries, scratch, found);
