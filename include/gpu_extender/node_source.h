@@ -23,7 +23,7 @@ class CachedNode {
 
  private:
   CachedNode() = default;
-  std::string name_, model_, memory_, count_, family_, utilization_;
+  std::string name_, model_, memory_, count_, family_, replicas_, utilization_;
   NodeView view_;
 };
 

@@ -23,9 +23,10 @@ struct NodeView {
   std::optional<std::string_view> gpu_memory;       // label, MiB per GPU, e.g. "40960"
   std::optional<std::string_view> gpu_count;        // label, e.g. "8"
   std::optional<std::string_view> gpu_family;       // label, e.g. "ampere"
+  std::optional<std::string_view> gpu_replicas;     // label, time-sliced pods per GPU, e.g. "4"
   std::optional<std::string_view> gpu_utilization;  // annotation, fraction 0..1
   // Which of the schema's labels each fact above came from (an index into node_gpu_*_labels).
-  uint8_t gpu_model_label = 0, gpu_memory_label = 0, gpu_count_label = 0, gpu_family_label = 0;
+  uint8_t gpu_model_label = 0, gpu_memory_label = 0, gpu_count_label = 0, gpu_family_label = 0, gpu_replicas_label = 0;
 
   ResourceAmounts capacity;
   ResourceAmounts allocatable;

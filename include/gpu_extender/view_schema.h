@@ -26,6 +26,9 @@ struct ViewSchema {
   std::vector<std::string> node_gpu_count_labels{"gpu.nvidia.com/count", "nvidia.com/gpu.count"};
   // The GPU architecture (volta, turing, ampere, ada-lovelace, hopper, blackwell: GFD's values).
   std::vector<std::string> node_gpu_family_labels{"gpu.nvidia.com/family", "nvidia.com/gpu.family"};
+  // Time-slicing: how many pods share each GPU (the device plugin then reports GPUs x replicas of the
+  // GPU resource). GFD writes it on every node, 1 where GPUs are not shared.
+  std::vector<std::string> node_gpu_replicas_labels{"nvidia.com/gpu.replicas"};
   std::string node_gpu_utilization_annotation = "gpu.nvidia.com/utilization";
   std::string pod_gpu_model_annotation = "gpu.nvidia.com/model";
   std::string pod_gpu_memory_annotation = "gpu.nvidia.com/memory";

@@ -18,6 +18,7 @@ std::shared_ptr<const CachedNode> CachedNode::copy_of(const NodeView& decoded) {
   own(decoded.gpu_memory, node->memory_, node->view_.gpu_memory);
   own(decoded.gpu_count, node->count_, node->view_.gpu_count);
   own(decoded.gpu_family, node->family_, node->view_.gpu_family);
+  own(decoded.gpu_replicas, node->replicas_, node->view_.gpu_replicas);
   own(decoded.gpu_utilization, node->utilization_, node->view_.gpu_utilization);
   return node;
 }

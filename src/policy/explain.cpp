@@ -26,6 +26,7 @@ Explanation explain(const Policy& policy, const PodRequest& pod, std::span<const
     fact("gpuMemory", node.gpu_memory, node.gpu_memory_label, schema.node_gpu_memory_labels);
     fact("gpuCount", node.gpu_count, node.gpu_count_label, schema.node_gpu_count_labels);
     fact("gpuFamily", node.gpu_family, node.gpu_family_label, schema.node_gpu_family_labels);
+    fact("gpuReplicas", node.gpu_replicas, node.gpu_replicas_label, schema.node_gpu_replicas_labels);
     if (verdicts[i].passed()) {
       passing.push_back(nodes[i]);
       passing_index.push_back(i);

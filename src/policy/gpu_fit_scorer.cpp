@@ -1,6 +1,8 @@
 // GPU fit, from the GPU design document: score = 100 - |gpus - request| * 10, floored at 0, where
 // gpus is the node's free GPUs when usage is known, else its GPU count. A node whose GPUs the pod
 // uses exactly scores 100; every spare or missing GPU costs 10, so big nodes stay free for big pods.
+// On a time-sliced node, gpus is counted in whole GPUs: the GPU resource (in shares) / replicas.
+#include <cmath>
 #include <cstdlib>
 
 #include "gpu_inventory.h"
@@ -18,9 +20,12 @@ class GpuFitScorer final : public Scorer {
     const int64_t wanted = milli_to_units_ceil(pod.gpus_milli());
     for (size_t i = 0; i < nodes.size(); ++i) {
       const GpuInventory inv = gpu_inventory(nodes[i]);
-      const int64_t gpus = inv.free().value_or(inv.total.value_or(0));
-      const int64_t raw = 100 - std::llabs(gpus - wanted) * 10;
-      out[i] = raw > 0 ? static_cast<double>(raw) : 0.0;
+      // A time-sliced node offers each GPU `replicas` times over: it is ranked by its whole GPUs, so
+      // that a one-share pod still prefers the small node to eight shared GPUs.
+      const double gpus = static_cast<double>(inv.free().value_or(inv.total.value_or(0))) /
+                          static_cast<double>(inv.replicas);
+      const double raw = 100.0 - std::abs(gpus - static_cast<double>(wanted)) * 10.0;
+      out[i] = raw > 0 ? raw : 0.0;
     }
   }
 };

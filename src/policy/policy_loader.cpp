@@ -106,11 +106,12 @@ void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
   schema.resources = ResourceTable(names);
 
   if (const YAML::Node n = root["nodeLabels"]) {
-    in.only_keys(n, "nodeLabels", {"gpuModel", "gpuMemory", "gpuCount", "gpuFamily"});
+    in.only_keys(n, "nodeLabels", {"gpuModel", "gpuMemory", "gpuCount", "gpuFamily", "gpuReplicas"});
     in.labels_at(n, "gpuModel", "nodeLabels", schema.node_gpu_model_labels);
     in.labels_at(n, "gpuMemory", "nodeLabels", schema.node_gpu_memory_labels);
     in.labels_at(n, "gpuCount", "nodeLabels", schema.node_gpu_count_labels);
     in.labels_at(n, "gpuFamily", "nodeLabels", schema.node_gpu_family_labels);
+    in.labels_at(n, "gpuReplicas", "nodeLabels", schema.node_gpu_replicas_labels);
   }
   if (const YAML::Node n = root["nodeAnnotations"]) {
     in.only_keys(n, "nodeAnnotations", {"gpuUtilization"});

@@ -61,10 +61,11 @@ void decode_node_labels(od::value map, const ViewSchema& schema, NodeView& out) 
     std::optional<std::string_view>* value;
     uint8_t* source;
   };
-  const std::array<Fact, 4> facts{{{&schema.node_gpu_model_labels, &out.gpu_model, &out.gpu_model_label},
+  const std::array<Fact, 5> facts{{{&schema.node_gpu_model_labels, &out.gpu_model, &out.gpu_model_label},
                                    {&schema.node_gpu_memory_labels, &out.gpu_memory, &out.gpu_memory_label},
                                    {&schema.node_gpu_count_labels, &out.gpu_count, &out.gpu_count_label},
-                                   {&schema.node_gpu_family_labels, &out.gpu_family, &out.gpu_family_label}}};
+                                   {&schema.node_gpu_family_labels, &out.gpu_family, &out.gpu_family_label},
+                                   {&schema.node_gpu_replicas_labels, &out.gpu_replicas, &out.gpu_replicas_label}}};
   for (auto f : take_object(map, "")) {
     std::string_view key = field_key(f, "");
     bool wanted = false;

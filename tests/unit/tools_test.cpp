@@ -1,5 +1,7 @@
 // explain and simulate on the shipped examples: the outcomes the README promises.
 #include <catch2/catch.hpp>
+
+#include <map>
 #include <nlohmann/json.hpp>
 #include <fstream>
 #include <sstream>
@@ -65,6 +67,29 @@ TEST_CASE("explain: a table best first, and the same as JSON, from kubectl YAML 
   CHECK(e["nodes"][0]["scorers"][0]["name"] == "gpuFit");
   CHECK(e["nodes"][0]["scorers"][0]["raw"] == 80.0);
   CHECK(e["nodes"].size() == 9);
+}
+
+TEST_CASE("explain: a GPU Operator fleet, judged from GPU Feature Discovery's labels alone") {
+  std::ostringstream out, err;
+  REQUIRE(run_explain({"--pod", example("gpu-operator/pod.yaml"), "--nodes", example("gpu-operator/nodes.yaml"),
+                       "--format", "json"},
+                      out, err) == 0);
+  const json e = json::parse(out.str());
+  std::map<std::string, json> nodes;
+  for (const auto& n : e["nodes"]) nodes[n["node"]] = n;
+  // "A100" matches both product names; the time-sliced one is ranked by its 2 whole GPUs (fit 90),
+  // not by its 8 shares (fit 30, as the 8-GPU node).
+  CHECK(e["best"] == "a100-shared");
+  CHECK(nodes["a100-shared"]["scorers"][0]["raw"] == 90.0);
+  CHECK(nodes["a100-80g"]["scorers"][0]["raw"] == 30.0);
+  CHECK(nodes["a100-40g-pcie"]["verdict"] == "pass");
+  CHECK(nodes["a100-shared"]["facts"]["gpuReplicas"] == json({{"value", "4"}, {"label", "nvidia.com/gpu.replicas"}}));
+  CHECK(nodes["a100-shared"]["facts"]["gpuModel"]["label"] == "nvidia.com/gpu.product");
+  // MIG single strategy: the slice's memory is the GPU memory.
+  CHECK(nodes["a100-mig-single"]["reason"] == "gpu memory 4864 MiB per GPU is below requested 40960 MiB");
+  // MIG mixed strategy: the slices are other resources; no whole GPU is left.
+  CHECK(nodes["a100-mig-mixed"]["reason"] == "node offers no nvidia.com/gpu; pod requests 1");
+  CHECK(nodes["h100"]["reason"] == "gpu model NVIDIA-H100-80GB-HBM3 does not match requested A100");
 }
 
 TEST_CASE("explain and simulate: errors name the file and the field") {

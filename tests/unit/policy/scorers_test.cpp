@@ -26,6 +26,24 @@ TEST_CASE("gpuFit: free GPUs count where usage is known") {
   CHECK(raw == std::vector<double>{100});
 }
 
+TEST_CASE("gpuFit: a time-sliced node counts whole GPUs, its GPU resource / replicas") {
+  auto s = rules::make_gpu_fit_scorer(rule_support::config());
+  // Two GPUs shared 4 ways: the device plugin reports 8 of the GPU resource.
+  NodeView shared = gpu_node("s", "NVIDIA-A100-SXM4-80GB-SHARED", "81920", 8);
+  shared.gpu_replicas = "4";
+  const NodeView one = gpu_node("o", "A100", "81920", 1);
+  auto raw = score(*s, gpu_pod(1), {{&shared, {}}, {&one, {}}});
+  CHECK(raw == std::vector<double>{90, 100});  // 2 GPUs for a 1-share pod: one spare
+  // 6 of the 8 shares in use: half a GPU is free.
+  raw = score(*s, gpu_pod(1), {{&shared, used(ViewSchema::kGpuResource, 6)}});
+  CHECK(raw == std::vector<double>{95});
+  // Not a whole number of at least 1: not shared.
+  for (const char* bad : {"0", "x", "2.5", "-4"}) {
+    shared.gpu_replicas = bad;
+    CHECK(score(*s, gpu_pod(1), {{&shared, {}}}) == std::vector<double>{30});
+  }
+}
+
 TEST_CASE("gpuIdle: (1 - utilisation) * 100, from the annotation, else usage, else 0") {
   auto s = rules::make_gpu_idle_scorer(rule_support::config());
   NodeView annotated = gpu_node("a", "A100", "1", 8);
