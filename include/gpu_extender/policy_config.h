@@ -23,10 +23,17 @@ struct ScorerSpec {
   int weight = 1;
 };
 
+// How the weighted mean of the scorers (0..100) becomes the scheduler's 0..10 (score_scaling.h).
+enum class ScoreScaling {
+  kOrdered,       // a strictly better node stays strictly above a worse one, however close
+  kProportional,  // best node 10, the others in proportion (kube-scheduler's NormalizeScore)
+};
+
 struct PolicyConfig {
   ViewSchema schema;
   std::vector<std::string> filters;
   std::vector<ScorerSpec> scorers;
+  ScoreScaling score_scaling = ScoreScaling::kOrdered;
   std::string source;  // where it came from: a path, or "embedded default"
 };
 

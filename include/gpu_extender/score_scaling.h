@@ -23,4 +23,9 @@ inline void scale_scores(std::span<const double> raw, std::vector<int64_t>& out)
   scale_scores(raw, out, order);
 }
 
+// The other choice (policy key scoreScaling: proportional): the best node gets 10 and every other
+// round(10 x raw / best), as kube-scheduler's DefaultNormalizeScore does; all 0 when the best is 0.
+// Close inputs (31% against 32% utilisation) then round to the same score instead of deciding.
+void scale_scores_proportionally(std::span<const double> raw, std::vector<int64_t>& out);
+
 }  // namespace gpu_extender

@@ -95,7 +95,8 @@ void Policy::score(const PodRequest& pod, std::span<const NodeInput> nodes, Scor
   // A pod no scorer has an opinion on gets the same (zero) score everywhere: neutral.
   if (total_weight > 0)
     for (double& value : sheet.combined) value /= total_weight;
-  scale_scores(sheet.combined, sheet.final, sheet.order);
+  if (config_.score_scaling == ScoreScaling::kProportional) scale_scores_proportionally(sheet.combined, sheet.final);
+  else scale_scores(sheet.combined, sheet.final, sheet.order);
 }
 
 }  // namespace gpu_extender

@@ -81,7 +81,8 @@ class Reader {
 
 void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
   if (!root || root.IsNull()) return;
-  in.only_keys(root, "", {"resources", "nodeLabels", "nodeAnnotations", "podAnnotations", "filters", "scorers"});
+  in.only_keys(root, "",
+               {"resources", "nodeLabels", "nodeAnnotations", "podAnnotations", "filters", "scorers", "scoreScaling"});
   ViewSchema& schema = config.schema;
   std::vector<std::string> names{schema.resources.name(0), schema.resources.name(1)};
   std::vector<std::string> excluded;
@@ -124,6 +125,13 @@ void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
     in.string_at(p, "gpuFamily", "podAnnotations", schema.pod_gpu_family_annotation);
   }
   if (root["filters"]) config.filters = in.string_list(root["filters"], "filters");
+  if (root["scoreScaling"]) {
+    std::string scaling;
+    in.string_at(root, "scoreScaling", "", scaling);
+    if (scaling == "ordered") config.score_scaling = ScoreScaling::kOrdered;
+    else if (scaling == "proportional") config.score_scaling = ScoreScaling::kProportional;
+    else in.fail("scoreScaling", "expected ordered or proportional, not \"" + scaling + "\"");
+  }
   if (const YAML::Node s = root["scorers"]) {
     config.scorers.clear();
     if (!s.IsNull() && !s.IsSequence()) in.fail("scorers", "expected a list of {name, weight}");

@@ -38,4 +38,14 @@ void scale_scores(std::span<const double> raw, std::vector<int64_t>& out, ScoreO
   }
 }
 
+void scale_scores_proportionally(std::span<const double> raw, std::vector<int64_t>& out) {
+  out.assign(raw.size(), 0);
+  double best = 0;
+  for (double value : raw) best = std::max(best, value);
+  if (best <= 0) return;
+  for (size_t i = 0; i < raw.size(); ++i)
+    out[i] = std::clamp<int64_t>(std::llround(static_cast<double>(kMaxExtenderPriority) * raw[i] / best), 0,
+                                 kMaxExtenderPriority);
+}
+
 }  // namespace gpu_extender

@@ -69,3 +69,24 @@ TEST_CASE("policy: unknown or repeated rule names are refused when building") {
   c = parse_policy("scorers: [{name: fastest}]", "f.yaml");
   CHECK_THROWS_WITH(Policy::build(c), Catch::StartsWith("f.yaml: scorers: unknown scorer \"fastest\""));
 }
+
+TEST_CASE("policy: scoreScaling chooses between ordered and proportional scores") {
+  CHECK(default_policy_config().score_scaling == ScoreScaling::kOrdered);
+  PolicyConfig c = parse_policy("scoreScaling: proportional", "s.yaml");
+  CHECK(c.score_scaling == ScoreScaling::kProportional);
+  CHECK_THROWS_WITH(parse_policy("scoreScaling: linear", "s.yaml"),
+                    "s.yaml: scoreScaling: expected ordered or proportional, not \"linear\"");
+  // Two nodes whose GPU idleness differs by one point: ordered keeps them apart, proportional ties them.
+  c.scorers = {{"gpuIdle", 1}};
+  PolicyConfig ordered = c;
+  ordered.score_scaling = ScoreScaling::kOrdered;
+  NodeView busy = test_support::gpu_node("a", "A100", "1", 4), idler = test_support::gpu_node("b", "A100", "1", 4);
+  busy.gpu_utilization = "0.32";
+  idler.gpu_utilization = "0.31";
+  const std::vector<NodeInput> nodes{{&busy, {}}, {&idler, {}}};
+  ScoreSheet sheet;
+  Policy::build(c)->score(test_support::gpu_pod(1), nodes, sheet);
+  CHECK(sheet.final[0] == sheet.final[1]);
+  Policy::build(ordered)->score(test_support::gpu_pod(1), nodes, sheet);
+  CHECK(sheet.final[0] < sheet.final[1]);
+}

@@ -3,6 +3,7 @@
 #include "gpu_extender/score_scaling.h"
 
 using gpu_extender::scale_scores;
+using gpu_extender::scale_scores_proportionally;
 
 static std::vector<int64_t> scaled(std::vector<double> raw) {
   std::vector<int64_t> out;
@@ -39,4 +40,14 @@ TEST_CASE("scaling: equal raw scores get equal scores, all stay in 0..10") {
     if (i) CHECK(wide[i] >= wide[i - 1]);  // order kept, ties only at the bottom
   }
   CHECK(wide.back() > wide[wide.size() - 2]);
+}
+
+TEST_CASE("scaling, proportional: best 10, the others in proportion, close inputs tie") {
+  std::vector<int64_t> out;
+  scale_scores_proportionally(std::vector<double>{69, 68, 50, 0}, out);
+  CHECK(out == std::vector<int64_t>{10, 10, 7, 0});  // 68/69 rounds to 10: noise does not decide
+  scale_scores_proportionally(std::vector<double>{0, 0}, out);
+  CHECK(out == std::vector<int64_t>{0, 0});
+  scale_scores_proportionally({}, out);
+  CHECK(out.empty());
 }
