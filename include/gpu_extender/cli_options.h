@@ -44,6 +44,12 @@ struct CliOptions {
   // How long /filter and /prioritize of the next pod wait for the /bind of a pod just scored (the
   // scheduler binds asynchronously); 0: never wait.
   int bind_wait_ms = 50;
+  // Live GPU utilisation from Prometheus (see gpu_utilization.h); empty url: none.
+  std::string prometheus_url;
+  std::string prometheus_token_file;
+  std::string prometheus_ca_file;
+  int prometheus_period_seconds = 15;
+  int prometheus_stale_seconds = 0;  // 0: two periods
   // HTTPS for the extender verbs (kube-scheduler's tlsConfig); a client CA makes it mutual TLS.
   std::string tls_cert_file;
   std::string tls_key_file;

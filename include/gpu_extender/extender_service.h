@@ -25,6 +25,8 @@ enum class Verb { kFilter, kPrioritize, kBind, kPreempt, kExplain };
 
 // What the verbs work with. Only the policy is required: without a cluster view there is no names
 // mode and no /preempt; without a binder /bind answers an Error.
+class GpuUtilizationSource;
+
 struct ServiceParts {
   std::shared_ptr<const Policy> policy;
   std::shared_ptr<const UsageSource> usage;  // none, a pods snapshot, or the cluster view
@@ -34,6 +36,8 @@ struct ServiceParts {
   std::vector<std::string> scheduler_names{"gpu-scheduler"};
   // How long /filter and /prioritize wait for the /bind of a pod scored before (see BindTracker).
   std::chrono::milliseconds bind_wait{50};
+  // Live GPU utilisation (--prometheus-url), for scorer gpuIdle and /explain; none without the flag.
+  std::shared_ptr<const GpuUtilizationSource> utilization{};
 };
 
 struct Reply {
@@ -95,6 +99,8 @@ class ExtenderService {
   // Names mode (with a node cache): ws.slots for args.node_names, and every known node's verdict in
   // ws.verdict_memo, judged again only where the node, the pod's facts or the policy changed.
   void judge_names(Workspace& ws, const ExtenderArgs& args) const;
+  // Fresh Prometheus utilisation into the inputs gpuIdle scores (none without --prometheus-url).
+  void add_live_utilization(std::vector<NodeInput>& inputs) const;
   // The checks and bookkeeping of /bind around the API call; "" when bound.
   std::string bind_pod(const BindingArgs& args, VerbSummary& summary) const;
   int filter(Workspace& ws, VerbSummary& summary) const;

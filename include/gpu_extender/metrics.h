@@ -12,6 +12,7 @@
 
 #include "gpu_extender/cluster_view.h"
 #include "gpu_extender/extender_service.h"
+#include "gpu_extender/gpu_utilization.h"
 #include "gpu_extender/kube_connection.h"
 
 namespace prometheus {
@@ -39,6 +40,8 @@ class Metrics {
   void count_reload(bool ok);
   // Cluster-view gauges and watch counters, read at each scrape.
   void attach_cluster(std::shared_ptr<const ClusterView> view, std::function<std::vector<WatchCounts>()> watches);
+  // gpu_extender_gpu_utilization_*: the age of the last good Prometheus answer, query errors, nodes.
+  void attach_utilization(std::shared_ptr<const GpuUtilizationSource> source);
   // Server gauges; `counts` is called at each scrape, from the scraping thread.
   void attach_server(std::function<ServerCounts()> counts);
 

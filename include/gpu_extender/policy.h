@@ -23,8 +23,11 @@ namespace gpu_extender {
 
 // A node as the policy sees it: its view, and what is in use on it when that is known.
 struct NodeInput {
+  NodeInput() = default;
+  NodeInput(const NodeView* n, std::optional<ResourceAmounts> u) : node(n), used(u) {}
   const NodeView* node = nullptr;
   std::optional<ResourceAmounts> used;  // nullopt: usage unknown (no cluster view)
+  std::optional<double> live_gpu_utilization;  // 0..1, fresh from Prometheus (see gpu_utilization.h)
 };
 
 struct PredicateResult {

@@ -34,6 +34,8 @@ struct PolicyConfig {
   std::vector<std::string> filters;
   std::vector<ScorerSpec> scorers;
   ScoreScaling score_scaling = ScoreScaling::kOrdered;
+  // PromQL for live GPU utilisation (with --prometheus-url): per node, percent 0..100.
+  std::string gpu_utilization_query;
   std::string source;  // where it came from: a path, or "embedded default"
 };
 

@@ -1,6 +1,7 @@
-// GPU idleness, from the GPU design document: score = (1 - utilisation) * 100. Utilisation is the node
-// annotation written by a metrics agent (a fraction 0..1; values outside are clamped, text that is not
-// a number is ignored), else GPUs in use / GPUs where usage is known, else 0.
+// GPU idleness, from the GPU design document: score = (1 - utilisation) * 100. Utilisation is the live
+// value from Prometheus when fresh (--prometheus-url), else the node annotation written by a metrics
+// agent (a fraction 0..1; values outside are clamped, text that is not a number is ignored), else GPUs
+// in use / GPUs where usage is known, else 0.
 #include <charconv>
 
 #include "gpu_inventory.h"
@@ -24,8 +25,8 @@ class GpuIdleScorer final : public Scorer {
   void score(const PodRequest&, std::span<const NodeInput> nodes, std::span<double> out) const override {
     for (size_t i = 0; i < nodes.size(); ++i) {
       double utilisation = 0;
-      std::optional<double> annotated;
-      if (nodes[i].node->gpu_utilization) annotated = parse_fraction(*nodes[i].node->gpu_utilization);
+      std::optional<double> annotated = nodes[i].live_gpu_utilization;
+      if (!annotated && nodes[i].node->gpu_utilization) annotated = parse_fraction(*nodes[i].node->gpu_utilization);
       if (annotated) {
         utilisation = *annotated;
       } else {

@@ -82,7 +82,8 @@ class Reader {
 void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
   if (!root || root.IsNull()) return;
   in.only_keys(root, "",
-               {"resources", "nodeLabels", "nodeAnnotations", "podAnnotations", "filters", "scorers", "scoreScaling"});
+               {"resources", "nodeLabels", "nodeAnnotations", "podAnnotations", "filters", "scorers", "scoreScaling",
+                "prometheus"});
   ViewSchema& schema = config.schema;
   std::vector<std::string> names{schema.resources.name(0), schema.resources.name(1)};
   std::vector<std::string> excluded;
@@ -125,6 +126,10 @@ void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
     in.string_at(p, "gpuFamily", "podAnnotations", schema.pod_gpu_family_annotation);
   }
   if (root["filters"]) config.filters = in.string_list(root["filters"], "filters");
+  if (const YAML::Node n = root["prometheus"]) {
+    in.only_keys(n, "prometheus", {"gpuUtilizationQuery"});
+    in.string_at(n, "gpuUtilizationQuery", "prometheus", config.gpu_utilization_query);
+  }
   if (root["scoreScaling"]) {
     std::string scaling;
     in.string_at(root, "scoreScaling", "", scaling);

@@ -77,6 +77,14 @@ Flags:
   --bind-wait-ms N       /filter and /prioritize of a pod wait up to N ms for the /bind of the
                          pod scored just before it, so that bursts are scored on the placements
                          the scheduler has just made (default 50; 0: never wait)
+  --prometheus-url URL   read live GPU utilisation for scorer gpuIdle from this Prometheus
+                         (http(s)://host:port[/prefix]; the PromQL is the policy's
+                         gpuUtilizationQuery, default the mean DCGM_FI_DEV_GPU_UTIL per node), with:
+  --prometheus-token-file FILE  bearer token, re-read every query
+  --prometheus-ca-file FILE     certificate authority of an https Prometheus
+  --prometheus-period-seconds N query every N s, off the request path (default 15)
+  --prometheus-stale-seconds N  a node's value older than N s is stale: gpuIdle falls back to the
+                         annotation, else GPUs in use (default two periods)
   --tls-cert-file FILE   serve HTTPS with this certificate (PEM), with:
   --tls-key-file FILE      its private key (PEM)
   --tls-client-ca-file FILE  answer only clients with a certificate from this CA (mutual TLS)
@@ -110,6 +118,17 @@ CliParse parse_cli(const std::vector<std::string>& args) {
       {"--threads", [&](const std::string& v) { return parse_number(v, o.threads, 1, 1024); }},
       {"--max-threads", [&](const std::string& v) { return parse_number(v, o.max_threads, 1, 4096); }},
       {"--bind-wait-ms", [&](const std::string& v) { return parse_number(v, o.bind_wait_ms, 0, 5000); }},
+      {"--prometheus-url",
+       [&](const std::string& v) {
+         o.prometheus_url = v;
+         return v.rfind("http://", 0) == 0 || v.rfind("https://", 0) == 0;
+       }},
+      {"--prometheus-token-file", [&](const std::string& v) { o.prometheus_token_file = v; return !v.empty(); }},
+      {"--prometheus-ca-file", [&](const std::string& v) { o.prometheus_ca_file = v; return !v.empty(); }},
+      {"--prometheus-period-seconds",
+       [&](const std::string& v) { return parse_number(v, o.prometheus_period_seconds, 1, 3600); }},
+      {"--prometheus-stale-seconds",
+       [&](const std::string& v) { return parse_number(v, o.prometheus_stale_seconds, 1, 86400); }},
       {"--scheduler-name",
        [&](const std::string& v) {
          o.scheduler_names.clear();

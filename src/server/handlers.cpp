@@ -1,8 +1,10 @@
 #include <algorithm>
 #include <array>
+#include <ctime>
 #include <thread>
 
 #include "gpu_extender/explain.h"
+#include "gpu_extender/gpu_utilization.h"
 #include "gpu_extender/extender_service.h"
 #include "gpu_extender/wire.h"
 #include "gpu_extender/json_writer.h"
@@ -23,6 +25,16 @@ int fail(Workspace& ws, int status, std::string_view message, VerbSummary& summa
   encode_error_object(message, ws.answer);
   summary.error = std::string(message);
   return status;
+}
+
+// 2026-11-30T18:00:00Z
+std::string format_utc(std::chrono::system_clock::time_point t) {
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(t);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
 }
 
 std::string pod_label(const PodRequest& pod) { return std::string(pod.ns) + "/" + std::string(pod.name); }
@@ -165,6 +177,12 @@ void ExtenderService::judge_names(Workspace& ws, const ExtenderArgs& args) const
   }
 }
 
+void ExtenderService::add_live_utilization(std::vector<NodeInput>& inputs) const {
+  if (!parts_.utilization) return;
+  const auto now = GpuUtilizationSource::Clock::now();
+  for (NodeInput& input : inputs) input.live_gpu_utilization = parts_.utilization->fresh(input.node->name, now);
+}
+
 int ExtenderService::filter(Workspace& ws, VerbSummary& summary) const {
   const ExtenderArgs& args = decode_args(ws, summary, true);
   if (!args.full_mode && !parts_.cluster) {
@@ -256,6 +274,7 @@ int ExtenderService::prioritize(Workspace& ws, VerbSummary& summary) const {
       ws.scored_inputs.push_back({&ws.node_memo.node[slot]->view(), ws.node_memo.used[slot]});
     }
   }
+  add_live_utilization(ws.scored_inputs);
   ws.policy->score(args.pod, ws.scored_inputs, ws.sheet);
   ws.scores.assign(args.node_names.size(), 0);
   for (size_t i = 0; i < ws.scores.size(); ++i)
@@ -397,7 +416,19 @@ namespace gpu_extender {
 int ExtenderService::explain(Workspace& ws, VerbSummary& summary) const {
   const ExtenderArgs& args = decode_args(ws, summary, false);
   if (!gather(ws, args)) return fail(ws, 503, kNoNodeCache, summary);
+  add_live_utilization(ws.inputs);
   Explanation e = gpu_extender::explain(*ws.policy, args.pod, ws.inputs);
+  if (parts_.utilization) {
+    // Where gpuIdle's utilisation came from: Prometheus' value, or since when it is stale.
+    const auto now = GpuUtilizationSource::Clock::now();
+    for (NodeExplanation& n : e.nodes) {
+      const GpuUtilizationSource::Reading r = parts_.utilization->reading(n.node, now);
+      std::string value = "none";
+      if (r.fresh) value = std::to_string(*r.fresh);
+      else if (r.last) value = "stale since " + format_utc(r.seen);
+      n.facts.push_back({"gpuUtilization", value, parts_.utilization->describe()});
+    }
+  }
   for (size_t i = 0; i < args.node_names.size(); ++i) {
     if (ws.input_index[i] != kNotCached) continue;
     NodeExplanation unknown;

@@ -11,6 +11,7 @@
 
 #include "gpu_extender/build_info.h"
 #include "gpu_extender/cli_options.h"
+#include "gpu_extender/gpu_utilization.h"
 #include "gpu_extender/http_service.h"
 #include "gpu_extender/kube_connection.h"
 #include "gpu_extender/tools.h"
@@ -94,15 +95,37 @@ int main(int argc, char** argv) {
     std::cerr << "gpu-extender: " << e.what() << "\n";
     return 2;
   }
+  std::shared_ptr<GpuUtilizationSource> utilization;
+  auto current_service = std::make_shared<std::weak_ptr<const ExtenderService>>();
+  if (!options.prometheus_url.empty()) {
+    GpuUtilizationSource::Options u;
+    u.url = options.prometheus_url;
+    u.token_file = options.prometheus_token_file;
+    u.ca_file = options.prometheus_ca_file;
+    u.period = std::chrono::seconds(options.prometheus_period_seconds);
+    u.stale_after = std::chrono::seconds(options.prometheus_stale_seconds > 0 ? options.prometheus_stale_seconds
+                                                                               : 2 * options.prometheus_period_seconds);
+    u.timeout = std::min<std::chrono::milliseconds>(std::chrono::seconds(5), u.period);
+    // The query is read from the policy in force at each period, so a reload changes it. The service
+    // is made below; the poller starts after it is.
+    utilization = std::make_shared<GpuUtilizationSource>(u, [current = current_service] {
+      return current->lock()->policy()->config().gpu_utilization_query;
+    });
+    parts.utilization = utilization;
+    spdlog::info("GPU utilisation: {} every {}s, stale after {}s", options.prometheus_url,
+                 options.prometheus_period_seconds, std::chrono::duration_cast<std::chrono::seconds>(u.stale_after).count());
+  }
   const Policy& policy = *parts.policy;
   spdlog::info("policy: {}; filters: {}; scorers: {}", policy.config().source, policy.config().filters.size(),
                policy.config().scorers.size());
   auto service = std::make_shared<const ExtenderService>(parts);
+  *current_service = service;
   std::unique_ptr<HttpService> http;
   std::shared_ptr<Metrics> metrics;
   try {
     metrics = std::make_shared<Metrics>();
     if (kube) metrics->attach_cluster(kube->view(), [k = kube.get()] { return k->watch_counts(); });
+    if (utilization) metrics->attach_utilization(utilization);
     http = std::make_unique<HttpService>(service, options, metrics);
   } catch (const std::exception& e) {
     std::cerr << "gpu-extender: " << e.what() << "\n";
@@ -115,6 +138,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (kube) kube->start();
+  if (utilization) utilization->start();
   std::unique_ptr<PolicyWatcher> policy_watcher;
   if (!options.policy_file.empty() && options.policy_reload_seconds > 0)
     policy_watcher = std::make_unique<PolicyWatcher>(options.policy_file, service, metrics,
@@ -150,6 +174,7 @@ int main(int argc, char** argv) {
   // SIGTERM is blocked in every thread, so it only reaches the waiter's sigwait.
   kill(getpid(), SIGTERM);
   signal_waiter.join();
+  if (utilization) utilization->stop();
   if (kube) kube->stop();
   spdlog::info("stopped");
   return ok ? 0 : 1;

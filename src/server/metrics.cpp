@@ -84,6 +84,36 @@ class ClusterCollector final : public prometheus::Collectable {
   std::function<std::vector<WatchCounts>()> watches_;
 };
 
+// The Prometheus utilisation source, read at scrape time.
+class UtilizationCollector final : public prometheus::Collectable {
+ public:
+  explicit UtilizationCollector(std::shared_ptr<const GpuUtilizationSource> source) : source_(std::move(source)) {}
+  std::vector<MetricFamily> Collect() const override {
+    const GpuUtilizationSource::Stats s = source_->stats();
+    std::vector<MetricFamily> out;
+    auto add = [&](const char* name, const char* help, MetricType type, double value) {
+      MetricFamily f{name, help, type, {}};
+      prometheus::ClientMetric m;
+      if (type == MetricType::Counter) m.counter.value = value;
+      else m.gauge.value = value;
+      f.metric.push_back(m);
+      out.push_back(std::move(f));
+    };
+    add("gpu_extender_gpu_utilization_refresh_age_seconds",
+        "Seconds since the last good answer of Prometheus to the GPU utilisation query; -1 before the first.",
+        MetricType::Gauge, s.seconds_since_success);
+    add("gpu_extender_gpu_utilization_query_errors_total",
+        "GPU utilisation queries to Prometheus that failed (no answer, an error, not a vector).", MetricType::Counter,
+        static_cast<double>(s.errors));
+    add("gpu_extender_gpu_utilization_nodes", "Nodes in the last good answer of the GPU utilisation query.",
+        MetricType::Gauge, static_cast<double>(s.nodes));
+    return out;
+  }
+
+ private:
+  std::shared_ptr<const GpuUtilizationSource> source_;
+};
+
 }  // namespace
 
 struct Metrics::Impl {
@@ -128,6 +158,7 @@ struct Metrics::Impl {
   };
   std::map<std::string, PerVerb, std::less<>> verbs;
   std::shared_ptr<ClusterCollector> cluster;
+  std::shared_ptr<UtilizationCollector> utilization;
   std::function<ServerCounts()> server;
   std::shared_ptr<ProcessCollector> process = std::make_shared<ProcessCollector>();
 };
@@ -221,11 +252,17 @@ void Metrics::attach_cluster(std::shared_ptr<const ClusterView> view, std::funct
   impl_->cluster = std::make_shared<ClusterCollector>(std::move(view), std::move(watches));
 }
 
+void Metrics::attach_utilization(std::shared_ptr<const GpuUtilizationSource> source) {
+  impl_->utilization = std::make_shared<UtilizationCollector>(std::move(source));
+}
+
 std::string Metrics::render() const {
   std::vector<MetricFamily> families = impl_->registry->Collect();
   for (auto& f : impl_->process->Collect()) families.push_back(std::move(f));
   if (impl_->cluster)
     for (auto& f : impl_->cluster->Collect()) families.push_back(std::move(f));
+  if (impl_->utilization)
+    for (auto& f : impl_->utilization->Collect()) families.push_back(std::move(f));
   if (impl_->server)
     for (auto& f : server_families(impl_->server())) families.push_back(std::move(f));
   return prometheus::TextSerializer().Serialize(families);

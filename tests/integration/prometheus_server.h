@@ -1,0 +1,104 @@
+#pragma once
+// A real Prometheus server (Debian's package) for the tests: scrapes the given targets every second,
+// answers instant queries, and can be stopped mid-test.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../unit/test_support.h"
+
+namespace test_support {
+
+// A port nobody listens on right now (Prometheus takes it a moment later).
+inline int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+class PrometheusServer {
+ public:
+  using json = nlohmann::json;
+  // `jobs`: (job name, port on 127.0.0.1) to scrape. `port`: where Prometheus listens (0: any free).
+  explicit PrometheusServer(const std::vector<std::pair<std::string, int>>& jobs, int port = 0) {
+    char tmpl[] = "/tmp/gpu-extender-prometheus-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    port_ = port ? port : free_port();
+    std::ofstream config(dir_ + "/prometheus.yml");
+    config << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n";
+    for (const auto& [job, target] : jobs)
+      config << "  - job_name: " << job << "\n    static_configs:\n      - targets: ['127.0.0.1:" << target << "']\n";
+    config.close();
+    std::fflush(nullptr);
+    pid_ = fork();
+    if (pid_ == 0) {
+      const std::string log = dir_ + "/prometheus.log";
+      freopen(log.c_str(), "w", stderr);
+      freopen(log.c_str(), "a", stdout);
+      execlp("prometheus", "prometheus", ("--config.file=" + dir_ + "/prometheus.yml").c_str(),
+             ("--storage.tsdb.path=" + dir_ + "/data").c_str(),
+             ("--web.listen-address=127.0.0.1:" + std::to_string(port_)).c_str(), "--log.level=warn", nullptr);
+      _exit(127);
+    }
+  }
+  ~PrometheusServer() {
+    stop();
+    std::system(("rm -rf " + dir_).c_str());
+  }
+  PrometheusServer(const PrometheusServer&) = delete;
+  PrometheusServer& operator=(const PrometheusServer&) = delete;
+  void stop() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGTERM);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  int port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  bool ready() const {
+    httplib::Client client("127.0.0.1", port_);
+    client.set_connection_timeout(std::chrono::seconds(1));
+    client.set_read_timeout(std::chrono::seconds(2));
+    auto res = client.Get("/-/ready");
+    return res && res->status == 200;
+  }
+  json query(const std::string& promql) const {
+    httplib::Client client("127.0.0.1", port_);
+    client.set_connection_timeout(std::chrono::seconds(2));
+    client.set_read_timeout(std::chrono::seconds(10));
+    auto res = client.Get("/api/v1/query", httplib::Params{{"query", promql}}, httplib::Headers{});
+    if (!res) return json{{"status", "no answer"}};
+    return json::parse(res->body);
+  }
+  std::string get(const std::string& path) const {
+    httplib::Client client("127.0.0.1", port_);
+    client.set_read_timeout(std::chrono::seconds(5));
+    auto res = client.Get(path.c_str());
+    return res ? res->body : "no answer";
+  }
+  std::string log() const { return read_file(dir_ + "/prometheus.log"); }
+
+ private:
+  std::string dir_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+};
+
+}  // namespace test_support
