@@ -24,6 +24,16 @@ inline double percentile(std::vector<double> v, double q) {
   return v[i];
 }
 
+// Median, p90 and minimum of timed samples (at least one).
+inline Timing summarize(const std::vector<double>& samples) {
+  Timing t;
+  t.median_ms = percentile(samples, 0.5);
+  t.p90_ms = percentile(samples, 0.9);
+  t.min_ms = *std::min_element(samples.begin(), samples.end());
+  t.runs = samples.size();
+  return t;
+}
+
 // Runs `fn` once to warm up, then repeatedly until `budget_ms` is spent (at least `min_runs` times).
 inline Timing measure(const std::function<void()>& fn, double budget_ms = 1500, size_t min_runs = 7,
                       size_t max_runs = 2000) {
@@ -38,12 +48,7 @@ inline Timing measure(const std::function<void()>& fn, double budget_ms = 1500, 
     const double spent = std::chrono::duration<double, std::milli>(clock::now() - start).count();
     if (samples.size() >= min_runs && spent > budget_ms) break;
   }
-  Timing t;
-  t.median_ms = percentile(samples, 0.5);
-  t.p90_ms = percentile(samples, 0.9);
-  t.min_ms = *std::min_element(samples.begin(), samples.end());
-  t.runs = samples.size();
-  return t;
+  return summarize(samples);
 }
 
 inline std::string read_file(const std::string& path) {

@@ -59,15 +59,7 @@ inline VerbTimings time_scheduling_cycles(const gpu_extender::ExtenderService& s
     filter_ms.push_back(run(Verb::kFilter, body));
     prioritize_ms.push_back(run(Verb::kPrioritize, body));
   }
-  auto timing = [](const std::vector<double>& samples) {
-    Timing t;
-    t.median_ms = percentile(samples, 0.5);
-    t.p90_ms = percentile(samples, 0.9);
-    t.min_ms = *std::min_element(samples.begin(), samples.end());
-    t.runs = samples.size();
-    return t;
-  };
-  return {timing(filter_ms), timing(prioritize_ms)};
+  return {summarize(filter_ms), summarize(prioritize_ms)};
 }
 
 }  // namespace bench

@@ -117,7 +117,7 @@ class ClusterView final : public UsageSource, public NodeSource {
     const NodeEntry* entry = nullptr;
   };
   using NodeMap = std::unordered_map<std::string, NodeEntry, StringHash, std::equal_to<>>;
-  NodeEntry& entry_for(const std::string& name);  // created (with a slot) when missing
+  NodeMap::iterator entry_for(const std::string& name);  // created (with a slot) when missing
   void changed(const NodeEntry& entry) { slot_states_[entry.slot].version = ++version_clock_; }
   void add_usage(const std::string& node, const ResourceAmounts& amounts, bool add);
   void erase_if_unused(NodeMap::iterator it);

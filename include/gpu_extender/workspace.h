@@ -43,10 +43,10 @@ struct Workspace {
   std::vector<uint32_t> stale_slots;                            // names mode: slots judged again now
   NodeMemo node_memo;                                           // names mode, kept across requests
   VerdictMemo verdict_memo;                                     // names mode, kept across requests
-  std::vector<EncodedVerdict> encoded;                          // filter: one per node name
+  std::vector<EncodedVerdict> encoded;                          // names-mode filter: one per node name
   std::vector<const NodeVerdict*> verdict_of;                   // filter: one per node name
   std::vector<NodeVerdict> verdicts;                            // judged for this request only
-  std::vector<std::string> reason_json;                         // their reasons, as JSON strings
+  std::vector<std::string> reason_json;                         // names mode: reasons of unknown names, as JSON
   std::vector<NodeInput> scored_inputs;  // prioritize: the inputs that pass the filter
   std::vector<int64_t> scores;           // prioritize: one per node name
   ScoreSheet sheet;

@@ -20,7 +20,7 @@ bool unused(const Entry& entry) {
 }
 }  // namespace
 
-ClusterView::NodeEntry& ClusterView::entry_for(const std::string& name) {
+ClusterView::NodeMap::iterator ClusterView::entry_for(const std::string& name) {
   auto [it, added] = nodes_.try_emplace(name);
   if (added) {
     if (free_slots_.empty()) {
@@ -34,7 +34,7 @@ ClusterView::NodeEntry& ClusterView::entry_for(const std::string& name) {
     changed(it->second);  // a new version: a memo of the slot's last owner does not apply
     if (!index_.insert(it->first, it->second.slot)) names_changed_ = true;
   }
-  return it->second;
+  return it;
 }
 
 void ClusterView::erase_if_unused(NodeMap::iterator it) {
@@ -56,17 +56,17 @@ void ClusterView::reindex_if_names_changed() {
 }
 
 void ClusterView::add_usage(const std::string& node, const ResourceAmounts& amounts, bool add) {
-  NodeEntry& entry = entry_for(node);
-  if (add) entry.used.add(amounts);
-  else entry.used.subtract(amounts);
-  changed(entry);
-  erase_if_unused(nodes_.find(node));  // the last pod of a deleted node is gone
+  const auto it = entry_for(node);
+  if (add) it->second.used.add(amounts);
+  else it->second.used.subtract(amounts);
+  changed(it->second);
+  erase_if_unused(it);  // the last pod of a deleted node is gone
 }
 
 void ClusterView::upsert_node(const NodeView& node) {
   auto cached = CachedNode::copy_of(node);
   std::unique_lock lock(mutex_);
-  NodeEntry& entry = entry_for(std::string(node.name));
+  NodeEntry& entry = entry_for(std::string(node.name))->second;
   if (!entry.node) ++node_objects_;
   entry.node = std::move(cached);
   changed(entry);
@@ -123,7 +123,7 @@ void ClusterView::replace_nodes(const std::vector<std::shared_ptr<const CachedNo
     entry.node.reset();
     changed(entry);
   }
-  for (const auto& node : nodes) entry_for(std::string(node->view().name)).node = node;
+  for (const auto& node : nodes) entry_for(std::string(node->view().name))->second.node = node;
   for (auto it = nodes_.begin(); it != nodes_.end();) erase_if_unused(it++);
   node_objects_ = nodes.size();
   reindex_if_names_changed();

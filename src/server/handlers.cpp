@@ -194,24 +194,15 @@ int ExtenderService::filter(Workspace& ws, VerbSummary& summary) const {
   }
   const size_t count = args.node_names.size();
   ws.verdict_of.resize(count);
-  ws.encoded.resize(count);
-  // Verdicts judged for this request alone, with their reasons encoded: every node in full mode, the
-  // names the cache lacks in names mode. ws.verdicts and ws.reason_json are sized before the first
-  // call: the answer's views point into them.
-  auto own_verdict = [&](size_t k, size_t i) {
-    std::string& json = ws.reason_json[k];
-    json.clear();
-    if (!ws.verdicts[k].passed()) append_json_string(json, ws.verdicts[k].reason);
-    ws.verdict_of[i] = &ws.verdicts[k];
-    ws.encoded[i] = {ws.verdicts[k].fit, json};
-  };
   if (args.full_mode) {
     gather(ws, args);
     ws.policy->filter(args.pod, ws.inputs, ws.verdicts);
-    if (ws.reason_json.size() < count) ws.reason_json.resize(count);
-    for (size_t i = 0; i < count; ++i) own_verdict(i, i);
+    for (size_t i = 0; i < count; ++i) ws.verdict_of[i] = &ws.verdicts[i];
   } else {
+    // Known nodes answer from the memo, reasons encoded already; names the cache lacks get a verdict
+    // of this request's own (ws.verdicts and ws.reason_json, sized first: the answer points into them).
     judge_names(ws, args);
+    ws.encoded.resize(count);
     const size_t unknown = static_cast<size_t>(std::count(ws.slots.begin(), ws.slots.end(), NodeMemo::kNoSlot));
     ws.verdicts.resize(unknown);
     if (ws.reason_json.size() < unknown) ws.reason_json.resize(unknown);
@@ -223,11 +214,16 @@ int ExtenderService::filter(Workspace& ws, VerbSummary& summary) const {
         ws.encoded[i] = {v.fit, ws.verdict_memo.reason_json[slot]};
         continue;
       }
-      ws.verdicts[k] = {Fit::kResolvable,
-                        "node " + std::string(args.node_names[i]) +
-                            " is not in the extender's node cache (just added, or the cache is not synced yet)",
-                        "nodeCache"};
-      own_verdict(k++, i);
+      NodeVerdict& v = ws.verdicts[k];
+      v = {Fit::kResolvable,
+           "node " + std::string(args.node_names[i]) +
+               " is not in the extender's node cache (just added, or the cache is not synced yet)",
+           "nodeCache"};
+      std::string& json = ws.reason_json[k++];
+      json.clear();
+      append_json_string(json, v.reason);
+      ws.verdict_of[i] = &v;
+      ws.encoded[i] = {v.fit, json};
     }
   }
   for (size_t i = 0; i < count; ++i) {
@@ -242,7 +238,8 @@ int ExtenderService::filter(Workspace& ws, VerbSummary& summary) const {
     else ++counted->second;
     if (summary.want_reasons) summary.reasons.emplace_back(std::string(args.node_names[i]), v.reason);
   }
-  encode_filter_result(args, ws.encoded, ws.answer);
+  if (args.full_mode) encode_filter_result(args, ws.verdicts, ws.answer);  // reasons escaped there
+  else encode_filter_result(args, ws.encoded, ws.answer);
   if (summary.nodes_out > 0) tracker_.expect_bind(args.pod.uid);  // one node passing: no /prioritize comes
   return 200;
 }
