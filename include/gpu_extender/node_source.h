@@ -1,5 +1,6 @@
 #pragma once
 // Where names mode (nodeCacheCapable: true) finds node objects: the extender's own node cache.
+#include <array>
 #include <memory>
 #include <span>
 #include <string>
@@ -24,6 +25,7 @@ class CachedNode {
  private:
   CachedNode() = default;
   std::string name_, model_, memory_, count_, family_, replicas_, utilization_;
+  std::array<std::string, kMaxMigProfiles> mig_count_, mig_memory_;
   NodeView view_;
 };
 

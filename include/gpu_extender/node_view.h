@@ -3,6 +3,7 @@
 //
 // Every string is a view into storage owned elsewhere: the request body and its parser (full mode), or
 // the node cache's own buffers. A NodeView is valid only as long as that storage. Thread-safe to read.
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -25,6 +26,8 @@ struct NodeView {
   std::optional<std::string_view> gpu_family;       // label, e.g. "ampere"
   std::optional<std::string_view> gpu_replicas;     // label, time-sliced pods per GPU, e.g. "4"
   std::optional<std::string_view> gpu_utilization;  // annotation, fraction 0..1
+  // MIG mixed strategy, by profile (ViewSchema::mig_*): slices the node has, MiB of one slice.
+  std::array<std::optional<std::string_view>, kMaxMigProfiles> mig_count, mig_memory;
   // Which of the schema's labels each fact above came from (an index into node_gpu_*_labels).
   uint8_t gpu_model_label = 0, gpu_memory_label = 0, gpu_count_label = 0, gpu_family_label = 0, gpu_replicas_label = 0;
 

@@ -14,10 +14,12 @@
 
 namespace gpu_extender {
 
-inline constexpr size_t kMaxTrackedResources = 8;
+// The GPU and packed resources, up to 6 excluded ones and up to 6 MIG profiles (see ViewSchema).
+inline constexpr size_t kMaxMigProfiles = 6;
+inline constexpr size_t kMaxTrackedResources = 14;
 
 // Names of the resources a policy tracks. Position 0 is the GPU resource, 1 the packed resource,
-// 2.. the excluded resources (see ViewSchema).
+// then the excluded resources, then the MIG profiles (see ViewSchema).
 class ResourceTable {
  public:
   ResourceTable() = default;

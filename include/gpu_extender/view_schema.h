@@ -15,7 +15,29 @@ struct ViewSchema {
   static constexpr size_t kPackedResource = 1;
   static constexpr size_t kFirstExcludedResource = 2;
 
-  ResourceTable resources;  // [gpu, packed, excluded...]
+  ResourceTable resources;  // [gpu, packed, excluded..., mig...]
+  // MIG in the mixed strategy: each profile is a resource of its own (nvidia.com/mig-1g.5gb), listed
+  // in the policy like kube-scheduler's managedResources. They follow the excluded resources in the
+  // table. GPU Feature Discovery labels each profile's slices <resource>.count and the memory of one
+  // slice <resource>.memory (MiB); those label names are kept here, by profile.
+  std::vector<std::string> mig_count_labels, mig_memory_labels;  // by profile
+
+  // Sets the table from [gpu, packed], the excluded and the MIG resources, and the MIG label names.
+  void set_resources(std::vector<std::string> gpu_and_packed, const std::vector<std::string>& excluded,
+                     const std::vector<std::string>& mig) {
+    for (const auto& name : excluded) gpu_and_packed.push_back(name);
+    mig_count_labels.clear();
+    mig_memory_labels.clear();
+    for (const auto& name : mig) {
+      gpu_and_packed.push_back(name);
+      mig_count_labels.push_back(name + ".count");
+      mig_memory_labels.push_back(name + ".memory");
+    }
+    resources = ResourceTable(std::move(gpu_and_packed));
+  }
+  size_t mig_profiles() const { return mig_count_labels.size(); }
+  size_t first_mig_resource() const { return resources.size() - mig_profiles(); }
+  size_t mig_resource(size_t profile) const { return first_mig_resource() + profile; }
 
   // Each node fact is read from the first of its labels the node carries: the hand-set labels of the
   // node set-up script first, then those NVIDIA's GPU Feature Discovery writes on a GPU Operator

@@ -20,6 +20,10 @@ std::shared_ptr<const CachedNode> CachedNode::copy_of(const NodeView& decoded) {
   own(decoded.gpu_family, node->family_, node->view_.gpu_family);
   own(decoded.gpu_replicas, node->replicas_, node->view_.gpu_replicas);
   own(decoded.gpu_utilization, node->utilization_, node->view_.gpu_utilization);
+  for (size_t k = 0; k < kMaxMigProfiles; ++k) {
+    own(decoded.mig_count[k], node->mig_count_[k], node->view_.mig_count[k]);
+    own(decoded.mig_memory[k], node->mig_memory_[k], node->view_.mig_memory[k]);
+  }
   return node;
 }
 

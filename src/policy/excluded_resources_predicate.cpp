@@ -14,7 +14,7 @@ class ExcludedResourcesPredicate final : public Predicate {
   std::string_view name() const override { return "excludedResources"; }
 
   Fit check(const PodRequest& pod, const NodeInput& input, std::string& reason) const override {
-    for (size_t i = ViewSchema::kFirstExcludedResource; i < schema_.resources.size(); ++i) {
+    for (size_t i = ViewSchema::kFirstExcludedResource; i < schema_.first_mig_resource(); ++i) {
       const auto offered = input.node->offered(i);
       if (!offered || *offered <= 0 || pod.requested(i) > 0) continue;
       return refuse(reason, Fit::kUnresolvable, "node offers ", schema_.resources.name(i), " (", Milli{*offered},

@@ -27,6 +27,15 @@ Explanation explain(const Policy& policy, const PodRequest& pod, std::span<const
     fact("gpuCount", node.gpu_count, node.gpu_count_label, schema.node_gpu_count_labels);
     fact("gpuFamily", node.gpu_family, node.gpu_family_label, schema.node_gpu_family_labels);
     fact("gpuReplicas", node.gpu_replicas, node.gpu_replicas_label, schema.node_gpu_replicas_labels);
+    // MIG mixed: one pair per profile the node is labelled with, named by the profile's resource.
+    for (size_t k = 0; k < schema.mig_profiles(); ++k) {
+      const std::string& resource = schema.resources.name(schema.mig_resource(k));
+      auto mig_fact = [&](const char* what, const std::optional<std::string_view>& value, const std::string& label) {
+        if (value) out.nodes.back().facts.push_back({std::string(what) + " " + resource, std::string(*value), label});
+      };
+      mig_fact("migSlices", node.mig_count[k], schema.mig_count_labels[k]);
+      mig_fact("migSliceMemory", node.mig_memory[k], schema.mig_memory_labels[k]);
+    }
     if (verdicts[i].passed()) {
       passing.push_back(nodes[i]);
       passing_index.push_back(i);

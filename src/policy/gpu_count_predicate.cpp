@@ -1,5 +1,6 @@
-// Filter 3: the node must have as many GPUs as the pod requests. More than the node has at all is
-// unresolvable; more than are free right now (usage known) is resolvable: preemption could free them.
+// Filter 3: the node must have as many GPUs as the pod requests, and as many slices of each MIG profile
+// it requests. More than the node has at all is unresolvable; more than are free right now (usage
+// known) is resolvable: preemption could free them.
 #include "gpu_inventory.h"
 #include "reason.h"
 #include "rules.h"
@@ -9,30 +10,45 @@ namespace {
 
 class GpuCountPredicate final : public Predicate {
  public:
-  explicit GpuCountPredicate(std::string resource) : resource_(std::move(resource)) {}
+  explicit GpuCountPredicate(const ViewSchema& schema) : schema_(schema) {}
   std::string_view name() const override { return "gpuCount"; }
 
   Fit check(const PodRequest& pod, const NodeInput& input, std::string& reason) const override {
-    if (!pod.wants_gpus()) return Fit::kPass;
-    const int64_t wanted = milli_to_units_ceil(pod.gpus_milli());
-    const GpuInventory inv = gpu_inventory(input);
-    if (!inv.total || *inv.total == 0)
-      return refuse(reason, Fit::kUnresolvable, "node offers no ", resource_, "; pod requests ", wanted);
-    if (wanted > *inv.total)
-      return refuse(reason, Fit::kUnresolvable, "node has ", *inv.total, " GPUs; pod requests ", wanted);
-    if (auto free = inv.free(); free && wanted > *free)
-      return refuse(reason, Fit::kResolvable, "only ", *free, " of ", *inv.total, " GPUs free; pod requests ", wanted);
+    if (pod.wants_gpus()) {
+      const Fit fit = check_count(milli_to_units_ceil(pod.gpus_milli()), gpu_inventory(input),
+                                  schema_.resources.name(ViewSchema::kGpuResource), "GPUs", reason);
+      if (fit != Fit::kPass) return fit;
+    }
+    for (size_t k = 0; k < schema_.mig_profiles(); ++k) {
+      const int64_t wanted = mig_slices_wanted(pod, schema_, k);
+      if (wanted == 0) continue;
+      const std::string& resource = schema_.resources.name(schema_.mig_resource(k));
+      const Fit fit = check_count(wanted, mig_inventory(input, schema_, k), resource, resource + " slices", reason);
+      if (fit != Fit::kPass) return fit;
+    }
     return Fit::kPass;
   }
 
  private:
-  std::string resource_;
+  static Fit check_count(int64_t wanted, const GpuInventory& inv, const std::string& resource, const std::string& unit,
+                         std::string& reason) {
+    if (!inv.total || *inv.total == 0)
+      return refuse(reason, Fit::kUnresolvable, "node offers no ", resource, "; pod requests ", wanted);
+    if (wanted > *inv.total)
+      return refuse(reason, Fit::kUnresolvable, "node has ", *inv.total, " ", unit, "; pod requests ", wanted);
+    if (auto free = inv.free(); free && wanted > *free)
+      return refuse(reason, Fit::kResolvable, "only ", *free, " of ", *inv.total, " ", unit, " free; pod requests ",
+                    wanted);
+    return Fit::kPass;
+  }
+
+  ViewSchema schema_;
 };
 
 }  // namespace
 
 std::unique_ptr<Predicate> make_gpu_count_predicate(const PolicyConfig& config) {
-  return std::make_unique<GpuCountPredicate>(config.schema.resources.name(ViewSchema::kGpuResource));
+  return std::make_unique<GpuCountPredicate>(config.schema);
 }
 
 }  // namespace gpu_extender::rules

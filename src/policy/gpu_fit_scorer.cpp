@@ -1,7 +1,9 @@
 // GPU fit, from the GPU design document: score = 100 - |gpus - request| * 10, floored at 0, where
 // gpus is the node's free GPUs when usage is known, else its GPU count. A node whose GPUs the pod
 // uses exactly scores 100; every spare or missing GPU costs 10, so big nodes stay free for big pods.
-// On a time-sliced node, gpus is counted in whole GPUs: the GPU resource (in shares) / replicas.
+// On a time-sliced node, gpus is counted in whole GPUs: the GPU resource (in shares) / replicas. A pod
+// that requests MIG slices and no whole GPUs is ranked the same way by the slices of its (first)
+// profile: the node with the fewest spare slices of that profile wins.
 #include <cmath>
 #include <cstdlib>
 
@@ -13,13 +15,16 @@ namespace {
 
 class GpuFitScorer final : public Scorer {
  public:
+  explicit GpuFitScorer(const ViewSchema& schema) : schema_(schema) {}
   std::string_view name() const override { return "gpuFit"; }
-  bool applies(const PodRequest& pod) const override { return pod.wants_gpus(); }
+  bool applies(const PodRequest& pod) const override { return wants_gpus_or_slices(pod, schema_); }
 
   void score(const PodRequest& pod, std::span<const NodeInput> nodes, std::span<double> out) const override {
-    const int64_t wanted = milli_to_units_ceil(pod.gpus_milli());
+    const std::optional<size_t> profile = pod.wants_gpus() ? std::nullopt : first_mig_request(pod, schema_);
+    const int64_t wanted =
+        profile ? mig_slices_wanted(pod, schema_, *profile) : milli_to_units_ceil(pod.gpus_milli());
     for (size_t i = 0; i < nodes.size(); ++i) {
-      const GpuInventory inv = gpu_inventory(nodes[i]);
+      const GpuInventory inv = profile ? mig_inventory(nodes[i], schema_, *profile) : gpu_inventory(nodes[i]);
       // A time-sliced node offers each GPU `replicas` times over: it is ranked by its whole GPUs, so
       // that a one-share pod still prefers the small node to eight shared GPUs.
       const double gpus = static_cast<double>(inv.free().value_or(inv.total.value_or(0))) /
@@ -28,10 +33,15 @@ class GpuFitScorer final : public Scorer {
       out[i] = raw > 0 ? raw : 0.0;
     }
   }
+
+ private:
+  ViewSchema schema_;
 };
 
 }  // namespace
 
-std::unique_ptr<Scorer> make_gpu_fit_scorer(const PolicyConfig&) { return std::make_unique<GpuFitScorer>(); }
+std::unique_ptr<Scorer> make_gpu_fit_scorer(const PolicyConfig& config) {
+  return std::make_unique<GpuFitScorer>(config.schema);
+}
 
 }  // namespace gpu_extender::rules

@@ -19,8 +19,10 @@ std::optional<double> parse_fraction(std::string_view text) {
 
 class GpuIdleScorer final : public Scorer {
  public:
+  explicit GpuIdleScorer(const ViewSchema& schema) : schema_(schema) {}
   std::string_view name() const override { return "gpuIdle"; }
-  bool applies(const PodRequest& pod) const override { return pod.wants_gpus(); }
+  // MIG slices share their GPU's engines' clocks and power: a busy node is busy for them too.
+  bool applies(const PodRequest& pod) const override { return wants_gpus_or_slices(pod, schema_); }
 
   void score(const PodRequest&, std::span<const NodeInput> nodes, std::span<double> out) const override {
     for (size_t i = 0; i < nodes.size(); ++i) {
@@ -37,10 +39,15 @@ class GpuIdleScorer final : public Scorer {
       out[i] = (1.0 - utilisation) * 100.0;
     }
   }
+
+ private:
+  ViewSchema schema_;
 };
 
 }  // namespace
 
-std::unique_ptr<Scorer> make_gpu_idle_scorer(const PolicyConfig&) { return std::make_unique<GpuIdleScorer>(); }
+std::unique_ptr<Scorer> make_gpu_idle_scorer(const PolicyConfig& config) {
+  return std::make_unique<GpuIdleScorer>(config.schema);
+}
 
 }  // namespace gpu_extender::rules

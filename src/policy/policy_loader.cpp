@@ -86,26 +86,29 @@ void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
                 "prometheus"});
   ViewSchema& schema = config.schema;
   std::vector<std::string> names{schema.resources.name(0), schema.resources.name(1)};
-  std::vector<std::string> excluded;
-  for (size_t i = ViewSchema::kFirstExcludedResource; i < schema.resources.size(); ++i)
+  std::vector<std::string> excluded, mig;
+  for (size_t i = ViewSchema::kFirstExcludedResource; i < schema.first_mig_resource(); ++i)
     excluded.push_back(schema.resources.name(i));
+  for (size_t k = 0; k < schema.mig_profiles(); ++k) mig.push_back(schema.resources.name(schema.mig_resource(k)));
 
   if (const YAML::Node r = root["resources"]) {
-    in.only_keys(r, "resources", {"gpu", "packed", "excluded"});
+    in.only_keys(r, "resources", {"gpu", "packed", "excluded", "mig"});
     in.string_at(r, "gpu", "resources", names[0]);
     in.string_at(r, "packed", "resources", names[1]);
     if (r["excluded"]) excluded = in.string_list(r["excluded"], "resources.excluded");
+    if (r["mig"]) mig = in.string_list(r["mig"], "resources.mig");
   }
-  if (excluded.size() > kMaxTrackedResources - ViewSchema::kFirstExcludedResource) {
-    in.fail("resources.excluded", "at most " +
-                                      std::to_string(kMaxTrackedResources - ViewSchema::kFirstExcludedResource) +
-                                      " resources");
-  }
-  for (auto& name : excluded) names.push_back(name);
-  for (size_t i = 0; i < names.size(); ++i)
-    for (size_t j = i + 1; j < names.size(); ++j)
-      if (names[i] == names[j]) in.fail("resources", "\"" + names[i] + "\" is named twice");
-  schema.resources = ResourceTable(names);
+  constexpr size_t kMaxExcluded = kMaxTrackedResources - ViewSchema::kFirstExcludedResource - kMaxMigProfiles;
+  if (excluded.size() > kMaxExcluded) in.fail("resources.excluded", "at most " + std::to_string(kMaxExcluded) + " resources");
+  if (mig.size() > kMaxMigProfiles)
+    in.fail("resources.mig", "at most " + std::to_string(kMaxMigProfiles) + " MIG profiles");
+  std::vector<std::string> all = names;
+  all.insert(all.end(), excluded.begin(), excluded.end());
+  all.insert(all.end(), mig.begin(), mig.end());
+  for (size_t i = 0; i < all.size(); ++i)
+    for (size_t j = i + 1; j < all.size(); ++j)
+      if (all[i] == all[j]) in.fail("resources", "\"" + all[i] + "\" is named twice");
+  schema.set_resources(names, excluded, mig);
 
   if (const YAML::Node n = root["nodeLabels"]) {
     in.only_keys(n, "nodeLabels", {"gpuModel", "gpuMemory", "gpuCount", "gpuFamily", "gpuReplicas"});
@@ -162,7 +165,7 @@ void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
 // The settings before any file is read: the names the code knows; the default file sets the rest.
 PolicyConfig base_config(std::string source) {
   PolicyConfig config;
-  config.schema.resources = ResourceTable({"nvidia.com/gpu", "custom.resource/aaa"});
+  config.schema.set_resources({"nvidia.com/gpu", "custom.resource/aaa"}, {}, {});
   config.source = std::move(source);
   return config;
 }

@@ -447,7 +447,7 @@ bool same_schema(const ViewSchema& a, const ViewSchema& b) {
   if (a.resources.size() != b.resources.size()) return false;
   for (size_t i = 0; i < a.resources.size(); ++i)
     if (a.resources.name(i) != b.resources.name(i)) return false;
-  return a.node_gpu_model_labels == b.node_gpu_model_labels && a.node_gpu_memory_labels == b.node_gpu_memory_labels &&
+  return a.mig_profiles() == b.mig_profiles() && a.node_gpu_model_labels == b.node_gpu_model_labels && a.node_gpu_memory_labels == b.node_gpu_memory_labels &&
          a.node_gpu_count_labels == b.node_gpu_count_labels && a.node_gpu_family_labels == b.node_gpu_family_labels &&
          a.node_gpu_replicas_labels == b.node_gpu_replicas_labels &&
          a.pod_gpu_family_annotation == b.pod_gpu_family_annotation &&

@@ -86,6 +86,16 @@ void decode_node_labels(od::value map, const ViewSchema& schema, NodeView& out) 
       }
       if (wanted) break;
     }
+    for (size_t k = 0; k < schema.mig_profiles() && !wanted; ++k) {
+      const bool count = key == schema.mig_count_labels[k];
+      if (!count && key != schema.mig_memory_labels[k]) continue;
+      wanted = true;
+      try {
+        (count ? out.mig_count : out.mig_memory)[k] = take_string(f.value(), "");
+      } catch (DecodeError& e) {
+        throw e.within(key);
+      }
+    }
     if (!wanted) validate_value(take(f.value(), key, "a value"), key);
   }
 }

@@ -112,7 +112,7 @@ TEST_CASE("deploy: the extender's args, probes and policy work with the real bin
   std::vector<std::string> args;
   // The container's named ports, as the test runs them: the verbs on the port ExtenderProcess picks,
   // the metrics port on a free one of ours.
-  const int metrics_port = 19000 + static_cast<int>(getpid() % 20000);
+  const int metrics_port = test_support::free_port();
   bool has_metrics_port = false;
   for (std::string a : container_args(container)) {
     if (a.rfind("--policy=", 0) == 0) a = "--policy=" + policy_file;
@@ -281,7 +281,7 @@ TEST_CASE("deploy: the image is named in one place, manifests/kustomization.yaml
   const YAML::Node image = kustomization["images"][0];
   const std::string expected = image["newName"].as<std::string>() + ":" + image["newTag"].as<std::string>();
   CHECK(expected.find('/') != std::string::npos);  // a registry path, never a bare name Docker Hub would resolve
-  for (const char* dir : {"manifests", "overlays/https", "overlays/gke"}) {
+  for (const char* dir : {"manifests", "overlays/https", "overlays/gke", "overlays/dcgm-prometheus"}) {
     INFO(dir);
     const auto docs = rendered_manifests(dir);
     const YAML::Node* extender = find(docs, "Deployment", "gpu-extender");
@@ -360,6 +360,30 @@ TEST_CASE("deploy: the GKE overlay's quota admits the scheduler's priority class
   const int replicas = (*scheduler)["spec"]["replicas"] ? (*scheduler)["spec"]["replicas"].as<int>() : 1;
   CHECK((*quota)["spec"]["hard"]["pods"].as<int>() >= 2 * replicas);  // room for a rolling update
   CHECK(rendered_manifests().size() + 1 == docs.size());                // the base, plus the quota
+}
+
+TEST_CASE("deploy: the DCGM overlay points the extender at Prometheus and grants what kube-rbac-proxy checks") {
+  const auto docs = rendered_manifests("overlays/dcgm-prometheus");
+  const YAML::Node* extender = find(docs, "Deployment", "gpu-extender");
+  const YAML::Node* role = find(docs, "ClusterRole", "gpu-extender-prometheus-reader");
+  const YAML::Node* binding = find(docs, "ClusterRoleBinding", "gpu-extender-prometheus-reader");
+  REQUIRE((extender && role && binding));
+  const YAML::Node container = extender_container(*extender);
+  CHECK(arg_value(container, "prometheus-url").rfind("http://", 0) == 0);
+  CHECK((*role)["rules"][0]["resources"][0].as<std::string>() == "namespaces");
+  CHECK((*role)["rules"][0]["verbs"][0].as<std::string>() == "get");
+  // Bound to the service account the extender runs as, in its namespace.
+  CHECK((*binding)["roleRef"]["name"].as<std::string>() == (*role)["metadata"]["name"].as<std::string>());
+  CHECK((*binding)["subjects"][0]["name"].as<std::string>() ==
+        (*extender)["spec"]["template"]["spec"]["serviceAccountName"].as<std::string>());
+  CHECK((*binding)["subjects"][0]["namespace"].as<std::string>() == (*extender)["metadata"]["namespace"].as<std::string>());
+  // The real binary takes these args.
+  std::vector<std::string> args{"--check-config"};
+  for (const std::string& a : container_args(container))
+    if (a.rfind("--policy=", 0) != 0) args.push_back(a);
+  const auto dry_run = test_support::run_binary(args);
+  INFO(dry_run.output);
+  CHECK(dry_run.exit_code == 0);
 }
 
 TEST_CASE("deploy: the kube-prometheus-stack overlay labels the ServiceMonitor for the chart's selector") {

@@ -128,11 +128,10 @@ double connections(int metrics_port, const char* state) {
                                 std::string("gpu_extender_http_connections{state=\"") + state + "\"}");
 }
 bool wait_for(const std::function<bool()>& condition) { return eventually(condition, std::chrono::seconds(10)); }
-int metrics_port_for_test(int offset) { return 20000 + static_cast<int>(getpid() % 20000) + offset; }
 }  // namespace
 
 TEST_CASE("bounds: a stalled half request is cut off and frees its worker") {
-  const int metrics_port = metrics_port_for_test(1);
+  const int metrics_port = test_support::free_port();
   ExtenderProcess p({"--threads", "1", "--max-threads", "1", "--read-timeout-seconds", "1", "--metrics-port",
                      std::to_string(metrics_port)});
   SlowRequest stalled(p.port(), test_support::sample("filter-gpu-full.json"));  // half sent, then silence
@@ -146,7 +145,7 @@ TEST_CASE("bounds: a stalled half request is cut off and frees its worker") {
 }
 
 TEST_CASE("bounds: past the connection queue, requests get 503 with Retry-After") {
-  const int metrics_port = metrics_port_for_test(2);
+  const int metrics_port = test_support::free_port();
   ExtenderProcess p({"--threads", "1", "--max-threads", "1", "--max-queued-connections", "0", "--read-timeout-seconds",
                      "5", "--metrics-port", std::to_string(metrics_port)});
   const std::string body = test_support::sample("filter-gpu-full.json");
@@ -212,7 +211,7 @@ TEST_CASE("bounds: 128 idle and 64 half-sent connections do not starve /filter o
 }
 
 TEST_CASE("bounds: large bodies in flight wait for the memory budget, then get 503, never an OOM") {
-  const int metrics_port = metrics_port_for_test(4);
+  const int metrics_port = test_support::free_port();
   // Room for exactly one 1 MiB body (6 bytes charged per body byte).
   ExtenderProcess p({"--max-body-bytes", "1048576", "--memory-budget-bytes", "6291456", "--metrics-port",
                      std::to_string(metrics_port)});

@@ -78,7 +78,7 @@ TEST_CASE("metrics: the packed-resource rule, 4xx codes, binds without API, proc
 }
 
 TEST_CASE("metrics: --metrics-port serves /metrics and probes apart from the verbs") {
-  const int metrics_port = 18000 + static_cast<int>(getpid() % 20000);
+  const int metrics_port = test_support::free_port();
   ExtenderProcess p({"--metrics-port", std::to_string(metrics_port)});
   REQUIRE(post(p, "/filter", test_support::sample("filter-gpu-full.json")) == 200);
   const auto series = scrape(metrics_port);

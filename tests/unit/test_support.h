@@ -1,5 +1,10 @@
 #pragma once
 // Helpers shared by the unit tests: files, the default policy, and small builders of views.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <fstream>
 #include <functional>
@@ -13,6 +18,20 @@
 #include "gpu_extender/wire.h"
 
 namespace test_support {
+
+// A loopback port nobody listens on right now, chosen by the kernel (a process started a moment later
+// takes it). Ports derived from the pid could fall in the ephemeral range and be in use.
+inline int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
 
 // Polls `condition` until it holds or `timeout` passes, and says whether it held. For states another
 // process or thread reaches in its own time (a reload, a watch, a gauge): the condition decides what

@@ -92,6 +92,27 @@ TEST_CASE("explain: a GPU Operator fleet, judged from GPU Feature Discovery's la
   CHECK(nodes["h100"]["reason"] == "gpu model NVIDIA-H100-80GB-HBM3 does not match requested A100");
 }
 
+TEST_CASE("explain and simulate: MIG slices of the mixed strategy, with the profiles in the policy") {
+  const std::string policy = example("gpu-operator/mig-policy.yaml");
+  std::ostringstream out, err;
+  REQUIRE(run_explain({"--pod", example("gpu-operator/mig-pod.yaml"), "--nodes", example("gpu-operator/nodes.yaml"),
+                       "--policy", policy, "--format", "json"},
+                      out, err) == 0);
+  const json e = json::parse(out.str());
+  std::map<std::string, json> nodes;
+  for (const auto& n : e["nodes"]) nodes[n["node"]] = n;
+  CHECK(e["best"] == "a100-mig-mixed");
+  CHECK(nodes["a100-mig-mixed"]["facts"]["migSliceMemory nvidia.com/mig-2g.10gb"] ==
+        json({{"value", "9984"}, {"label", "nvidia.com/mig-2g.10gb.memory"}}));
+  CHECK(nodes["a100-80g"]["reason"] == "node offers no nvidia.com/mig-2g.10gb; pod requests 1");
+  // Placed one after another, the slices run out: the fourth pod's profile has none left.
+  const json placed = simulate({"--nodes", example("gpu-operator/nodes.yaml"), "--place",
+                                example("gpu-operator/mig-place.yaml"), "--policy", policy});
+  CHECK(placements(placed) == std::vector<std::string>{"a100-mig-mixed", "a100-mig-mixed", "a100-mig-mixed", "-"});
+  for (const auto& n : placed[3]["explanation"]["nodes"])
+    if (n["node"] == "a100-mig-mixed") CHECK(n["reason"] == "only 0 of 2 nvidia.com/mig-2g.10gb slices free; pod requests 1");
+}
+
 TEST_CASE("explain and simulate: errors name the file and the field") {
   std::ostringstream out, err;
   const std::string bad = "/tmp/gpu-extender-bad-nodes-" + std::to_string(getpid()) + ".yaml";
