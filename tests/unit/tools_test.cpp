@@ -90,6 +90,13 @@ TEST_CASE("explain: a GPU Operator fleet, judged from GPU Feature Discovery's la
   // MIG mixed strategy: the slices are other resources; no whole GPU is left.
   CHECK(nodes["a100-mig-mixed"]["reason"] == "node offers no nvidia.com/gpu; pod requests 1");
   CHECK(nodes["h100"]["reason"] == "gpu model NVIDIA-H100-80GB-HBM3 does not match requested A100");
+
+  // The same fleet and pod as a kube-scheduler request body, for curl: the same answer.
+  std::ostringstream from_args;
+  REQUIRE(run_explain({"--args", test_support::source_path("extender-config/samples/filter-gpu-operator-full.json"),
+                       "--format", "json"},
+                      from_args, err) == 0);
+  CHECK(json::parse(from_args.str())["nodes"] == e["nodes"]);
 }
 
 TEST_CASE("explain and simulate: MIG slices of the mixed strategy, with the profiles in the policy") {
