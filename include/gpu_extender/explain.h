@@ -34,6 +34,7 @@ struct NodeExplanation {
 
 struct Explanation {
   std::string pod;                     // namespace/name
+  std::string placement;               // binpack or spread (the pod's placement annotation)
   std::vector<NodeExplanation> nodes;  // best first: passing by final, combined, name; then refused by name
 };
 

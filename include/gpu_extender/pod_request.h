@@ -13,6 +13,10 @@
 
 namespace gpu_extender {
 
+// Where a pod wants to go, by its placement annotation: binpack fills the fullest device or node that
+// fits (so whole GPUs stay free for large jobs), spread takes the emptiest.
+enum class Placement : uint8_t { kBinpack, kSpread };
+
 struct PodRequest {
   std::string_view name;
   std::string_view ns;
@@ -25,6 +29,10 @@ struct PodRequest {
   std::optional<std::string_view> gpu_model;  // annotation: one model or a comma-separated list
   std::optional<int64_t> gpu_memory_mib;      // annotation: MiB per GPU
   std::optional<std::string_view> gpu_family;  // annotation: one architecture or a list ("ampere,hopper")
+  Placement placement = Placement::kBinpack;   // annotation
+  // GPU sharing: the device a bound pod's shared memory is on (gpushare's ALIYUN_COM_GPU_MEM_IDX).
+  // Its memory is then also counted in requests' slot shared_gpu_device_slot(device).
+  std::optional<int> shared_gpu_device;
 
   ResourceAmounts requests;  // effective pod requests, milli-units
   // Set when an annotation the policy reads cannot be understood: every node refuses the pod with
@@ -35,6 +43,8 @@ struct PodRequest {
   int64_t gpus_milli() const { return requested(ViewSchema::kGpuResource); }
   bool wants_gpus() const { return gpus_milli() > 0; }
   bool wants_packed_resource() const { return requested(ViewSchema::kPackedResource) > 0; }
+  int64_t shared_gpu_memory_milli() const { return requested(ViewSchema::kSharedGpuMemory); }
+  bool wants_shared_gpu() const { return shared_gpu_memory_milli() > 0; }
   // A pod that finished no longer holds its resources (Kubernetes' scheduler cache drops it too).
   bool terminated() const { return phase == "Succeeded" || phase == "Failed"; }
 };
@@ -73,10 +83,11 @@ struct PendingPod {
   std::string scheduler_name;  // "" when the pod did not say (the API server defaults it)
   std::string node_name;       // set when the pod is bound already
   ResourceAmounts requests;
+  Placement placement = Placement::kBinpack;  // which device /bind gives its shared GPU memory
 
   static PendingPod of(const PodRequest& pod) {
-    return {std::string(pod.ns),   std::string(pod.name),      std::string(pod.uid), std::string(pod.scheduler_name),
-            std::string(pod.node_name), pod.requests};
+    return {std::string(pod.ns),        std::string(pod.name), std::string(pod.uid), std::string(pod.scheduler_name),
+            std::string(pod.node_name), pod.requests,          pod.placement};
   }
 };
 

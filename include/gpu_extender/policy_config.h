@@ -36,6 +36,9 @@ struct PolicyConfig {
   ScoreScaling score_scaling = ScoreScaling::kOrdered;
   // PromQL for live GPU utilisation (with --prometheus-url): per node, percent 0..100.
   std::string gpu_utilization_query;
+  // GPU sharing: the unit of the shared GPU memory resource, as the device plugin reports it (GiB, or
+  // MiB with its -memory-unit MiB). Amounts are counted as they are; the unit names them in messages.
+  std::string shared_gpu_memory_unit = "GiB";
   std::string source;  // where it came from: a path, or "embedded default"
 };
 

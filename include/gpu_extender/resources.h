@@ -14,12 +14,20 @@
 
 namespace gpu_extender {
 
-// The GPU and packed resources, up to 6 excluded ones and up to 6 MIG profiles (see ViewSchema).
+// Named resources (see ViewSchema): the GPU, packed and two GPU-sharing resources, up to 6 excluded
+// ones and up to 6 MIG profiles.
+inline constexpr size_t kMaxExcludedResources = 6;
 inline constexpr size_t kMaxMigProfiles = 6;
-inline constexpr size_t kMaxTrackedResources = 14;
+inline constexpr size_t kMaxNamedResources = 4 + kMaxExcludedResources + kMaxMigProfiles;
+// GPU sharing by memory (gpushare): what the pods on a node hold of each of its devices is counted in
+// slots after the named ones, one per device, so usage, assumed pods and snapshots carry it as they
+// carry any amount. Devices past the last slot are not used for sharing.
+inline constexpr size_t kMaxSharedGpuDevices = 8;
+inline constexpr size_t kMaxTrackedResources = kMaxNamedResources + kMaxSharedGpuDevices;
+constexpr size_t shared_gpu_device_slot(size_t device) { return kMaxNamedResources + device; }
 
-// Names of the resources a policy tracks. Position 0 is the GPU resource, 1 the packed resource,
-// then the excluded resources, then the MIG profiles (see ViewSchema).
+// Names of the resources a policy tracks. Position 0 is the GPU resource, 1 the packed resource, 2 and
+// 3 the shared GPU memory and count, then the excluded resources, then the MIG profiles (ViewSchema).
 class ResourceTable {
  public:
   ResourceTable() = default;

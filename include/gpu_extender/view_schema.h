@@ -13,27 +13,32 @@ namespace gpu_extender {
 struct ViewSchema {
   static constexpr size_t kGpuResource = 0;
   static constexpr size_t kPackedResource = 1;
-  static constexpr size_t kFirstExcludedResource = 2;
+  // GPU sharing by memory, as gpushare's device plugin reports it: the node's shared GPU memory (all
+  // devices together, in the plugin's unit) and its device count; pods request the memory.
+  static constexpr size_t kSharedGpuMemory = 2;
+  static constexpr size_t kSharedGpuCount = 3;
+  static constexpr size_t kFirstExcludedResource = 4;
 
-  ResourceTable resources;  // [gpu, packed, excluded..., mig...]
+  ResourceTable resources;  // [gpu, packed, shared memory, shared count, excluded..., mig...]
   // MIG in the mixed strategy: each profile is a resource of its own (nvidia.com/mig-1g.5gb), listed
   // in the policy like kube-scheduler's managedResources. They follow the excluded resources in the
   // table. GPU Feature Discovery labels each profile's slices <resource>.count and the memory of one
   // slice <resource>.memory (MiB); those label names are kept here, by profile.
   std::vector<std::string> mig_count_labels, mig_memory_labels;  // by profile
 
-  // Sets the table from [gpu, packed], the excluded and the MIG resources, and the MIG label names.
-  void set_resources(std::vector<std::string> gpu_and_packed, const std::vector<std::string>& excluded,
+  // Sets the table from the named roles [gpu, packed, shared memory, shared count], the excluded and
+  // the MIG resources, and the MIG label names.
+  void set_resources(std::vector<std::string> roles, const std::vector<std::string>& excluded,
                      const std::vector<std::string>& mig) {
-    for (const auto& name : excluded) gpu_and_packed.push_back(name);
+    for (const auto& name : excluded) roles.push_back(name);
     mig_count_labels.clear();
     mig_memory_labels.clear();
     for (const auto& name : mig) {
-      gpu_and_packed.push_back(name);
+      roles.push_back(name);
       mig_count_labels.push_back(name + ".count");
       mig_memory_labels.push_back(name + ".memory");
     }
-    resources = ResourceTable(std::move(gpu_and_packed));
+    resources = ResourceTable(std::move(roles));
   }
   size_t mig_profiles() const { return mig_count_labels.size(); }
   size_t first_mig_resource() const { return resources.size() - mig_profiles(); }
@@ -55,6 +60,13 @@ struct ViewSchema {
   std::string pod_gpu_model_annotation = "gpu.nvidia.com/model";
   std::string pod_gpu_memory_annotation = "gpu.nvidia.com/memory";
   std::string pod_gpu_family_annotation = "gpu.nvidia.com/family";
+  // How the pod wants to be placed: binpack (the default) or spread, for its shared GPU memory (which
+  // device) and its whole GPUs (which node), as HAMi's per-pod policies.
+  std::string pod_placement_annotation = "gpu.nvidia.com/placement";
+  // gpushare's protocol (fixed names: its device plugin reads them): the device a bound pod's shared
+  // memory is on, and that memory, as the extender wrote them at bind.
+  std::string pod_shared_gpu_index_annotation = "ALIYUN_COM_GPU_MEM_IDX";
+  std::string pod_shared_gpu_memory_annotation = "ALIYUN_COM_GPU_MEM_POD";
 };
 
 // "a", "a or b", "a, b or c": the labels of one fact, for messages.

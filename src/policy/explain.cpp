@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "gpu_extender/gpu_share.h"
 #include "gpu_extender/json_writer.h"
 
 namespace gpu_extender {
@@ -10,6 +11,7 @@ namespace gpu_extender {
 Explanation explain(const Policy& policy, const PodRequest& pod, std::span<const NodeInput> nodes) {
   Explanation out;
   out.pod = std::string(pod.ns) + "/" + std::string(pod.name);
+  out.placement = pod.placement == Placement::kSpread ? "spread" : "binpack";
   std::vector<NodeVerdict> verdicts;
   policy.filter(pod, nodes, verdicts);
   std::vector<NodeInput> passing;
@@ -36,6 +38,11 @@ Explanation explain(const Policy& policy, const PodRequest& pod, std::span<const
       mig_fact("migSlices", node.mig_count[k], schema.mig_count_labels[k]);
       mig_fact("migSliceMemory", node.mig_memory[k], schema.mig_memory_labels[k]);
     }
+    // GPU sharing: each device's free memory, for pods that ask for some.
+    if (pod.wants_shared_gpu())
+      if (const auto gpus = shared_gpus(nodes[i]))
+        out.nodes.back().facts.push_back({"sharedGpus", describe_shared_gpus(*gpus, policy.config().shared_gpu_memory_unit),
+                                          schema.resources.name(ViewSchema::kSharedGpuMemory)});
     if (verdicts[i].passed()) {
       passing.push_back(nodes[i]);
       passing_index.push_back(i);
@@ -106,7 +113,7 @@ std::string render_explanation_table(const Explanation& e) {
   std::vector<size_t> width(head.size(), 0);
   for (const auto& r : rows)
     for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
-  std::string out = "pod " + e.pod + ": " +
+  std::string out = "pod " + e.pod + " (placement " + e.placement + "): " +
                     (best_node(e) ? "best node " + best_node(e)->node : std::string("no node passes")) + "\n";
   for (const auto& r : rows) {
     std::string line;
@@ -123,6 +130,8 @@ std::string render_explanation_table(const Explanation& e) {
 std::string render_explanation_json(const Explanation& e) {
   std::string out = "{\"pod\":";
   append_json_string(out, e.pod);
+  out += ",\"placement\":";
+  append_json_string(out, e.placement);
   out += ",\"best\":";
   if (const NodeExplanation* best = best_node(e)) append_json_string(out, best->node);
   else out += "null";

@@ -3,7 +3,9 @@
 // uses exactly scores 100; every spare or missing GPU costs 10, so big nodes stay free for big pods.
 // On a time-sliced node, gpus is counted in whole GPUs: the GPU resource (in shares) / replicas. A pod
 // that requests MIG slices and no whole GPUs is ranked the same way by the slices of its (first)
-// profile: the node with the fewest spare slices of that profile wins.
+// profile: the node with the fewest spare slices of that profile wins. A pod whose placement annotation
+// says spread is scored the other way: 10 per GPU (or slice) left spare, at most 100.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -29,8 +31,10 @@ class GpuFitScorer final : public Scorer {
       // that a one-share pod still prefers the small node to eight shared GPUs.
       const double gpus = static_cast<double>(inv.free().value_or(inv.total.value_or(0))) /
                           static_cast<double>(inv.replicas);
-      const double raw = 100.0 - std::abs(gpus - static_cast<double>(wanted)) * 10.0;
-      out[i] = raw > 0 ? raw : 0.0;
+      // Spread (the pod's placement annotation): every GPU left spare earns 10 instead.
+      const double raw = pod.placement == Placement::kSpread ? (gpus - static_cast<double>(wanted)) * 10.0
+                                                             : 100.0 - std::abs(gpus - static_cast<double>(wanted)) * 10.0;
+      out[i] = std::clamp(raw, 0.0, 100.0);
     }
   }
 

@@ -83,23 +83,26 @@ void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
   if (!root || root.IsNull()) return;
   in.only_keys(root, "",
                {"resources", "nodeLabels", "nodeAnnotations", "podAnnotations", "filters", "scorers", "scoreScaling",
-                "prometheus"});
+                "prometheus", "sharing"});
   ViewSchema& schema = config.schema;
-  std::vector<std::string> names{schema.resources.name(0), schema.resources.name(1)};
+  std::vector<std::string> names;  // the named roles: gpu, packed, shared memory, shared count
+  for (size_t i = 0; i < ViewSchema::kFirstExcludedResource; ++i) names.push_back(schema.resources.name(i));
   std::vector<std::string> excluded, mig;
   for (size_t i = ViewSchema::kFirstExcludedResource; i < schema.first_mig_resource(); ++i)
     excluded.push_back(schema.resources.name(i));
   for (size_t k = 0; k < schema.mig_profiles(); ++k) mig.push_back(schema.resources.name(schema.mig_resource(k)));
 
   if (const YAML::Node r = root["resources"]) {
-    in.only_keys(r, "resources", {"gpu", "packed", "excluded", "mig"});
-    in.string_at(r, "gpu", "resources", names[0]);
-    in.string_at(r, "packed", "resources", names[1]);
+    in.only_keys(r, "resources", {"gpu", "packed", "sharedGpuMemory", "sharedGpuCount", "excluded", "mig"});
+    in.string_at(r, "gpu", "resources", names[ViewSchema::kGpuResource]);
+    in.string_at(r, "packed", "resources", names[ViewSchema::kPackedResource]);
+    in.string_at(r, "sharedGpuMemory", "resources", names[ViewSchema::kSharedGpuMemory]);
+    in.string_at(r, "sharedGpuCount", "resources", names[ViewSchema::kSharedGpuCount]);
     if (r["excluded"]) excluded = in.string_list(r["excluded"], "resources.excluded");
     if (r["mig"]) mig = in.string_list(r["mig"], "resources.mig");
   }
-  constexpr size_t kMaxExcluded = kMaxTrackedResources - ViewSchema::kFirstExcludedResource - kMaxMigProfiles;
-  if (excluded.size() > kMaxExcluded) in.fail("resources.excluded", "at most " + std::to_string(kMaxExcluded) + " resources");
+  if (excluded.size() > kMaxExcludedResources)
+    in.fail("resources.excluded", "at most " + std::to_string(kMaxExcludedResources) + " resources");
   if (mig.size() > kMaxMigProfiles)
     in.fail("resources.mig", "at most " + std::to_string(kMaxMigProfiles) + " MIG profiles");
   std::vector<std::string> all = names;
@@ -123,7 +126,8 @@ void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
     in.string_at(n, "gpuUtilization", "nodeAnnotations", schema.node_gpu_utilization_annotation);
   }
   if (const YAML::Node p = root["podAnnotations"]) {
-    in.only_keys(p, "podAnnotations", {"gpuModel", "gpuMemory", "gpuFamily"});
+    in.only_keys(p, "podAnnotations", {"gpuModel", "gpuMemory", "gpuFamily", "placement"});
+    in.string_at(p, "placement", "podAnnotations", schema.pod_placement_annotation);
     in.string_at(p, "gpuModel", "podAnnotations", schema.pod_gpu_model_annotation);
     in.string_at(p, "gpuMemory", "podAnnotations", schema.pod_gpu_memory_annotation);
     in.string_at(p, "gpuFamily", "podAnnotations", schema.pod_gpu_family_annotation);
@@ -132,6 +136,12 @@ void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
   if (const YAML::Node n = root["prometheus"]) {
     in.only_keys(n, "prometheus", {"gpuUtilizationQuery"});
     in.string_at(n, "gpuUtilizationQuery", "prometheus", config.gpu_utilization_query);
+  }
+  if (const YAML::Node n = root["sharing"]) {
+    in.only_keys(n, "sharing", {"memoryUnit"});
+    in.string_at(n, "memoryUnit", "sharing", config.shared_gpu_memory_unit);
+    if (config.shared_gpu_memory_unit != "GiB" && config.shared_gpu_memory_unit != "MiB")
+      in.fail("sharing.memoryUnit", "expected GiB or MiB, not \"" + config.shared_gpu_memory_unit + "\"");
   }
   if (root["scoreScaling"]) {
     std::string scaling;
@@ -165,7 +175,8 @@ void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
 // The settings before any file is read: the names the code knows; the default file sets the rest.
 PolicyConfig base_config(std::string source) {
   PolicyConfig config;
-  config.schema.set_resources({"nvidia.com/gpu", "custom.resource/aaa"}, {}, {});
+  config.schema.set_resources({"nvidia.com/gpu", "custom.resource/aaa", "aliyun.com/gpu-mem", "aliyun.com/gpu-count"},
+                              {}, {});
   config.source = std::move(source);
   return config;
 }

@@ -17,6 +17,7 @@ const std::map<std::string, PredicateFactory>& predicate_registry() {
       {"gpuCount", make_gpu_count_predicate},
       {"excludedResources", make_excluded_resources_predicate},
       {"packedResourceFit", make_packed_resource_fit_predicate},
+      {"gpuShare", make_gpu_share_predicate},
   };
   return registry;
 }
@@ -26,6 +27,7 @@ const std::map<std::string, ScorerFactory>& scorer_registry() {
       {"gpuFit", make_gpu_fit_scorer},
       {"gpuIdle", make_gpu_idle_scorer},
       {"resourcePacking", make_resource_packing_scorer},
+      {"gpuShare", make_gpu_share_scorer},
   };
   return registry;
 }

@@ -451,6 +451,7 @@ bool same_schema(const ViewSchema& a, const ViewSchema& b) {
          a.node_gpu_count_labels == b.node_gpu_count_labels && a.node_gpu_family_labels == b.node_gpu_family_labels &&
          a.node_gpu_replicas_labels == b.node_gpu_replicas_labels &&
          a.pod_gpu_family_annotation == b.pod_gpu_family_annotation &&
+         a.pod_placement_annotation == b.pod_placement_annotation &&
          a.node_gpu_utilization_annotation == b.node_gpu_utilization_annotation &&
          a.pod_gpu_model_annotation == b.pod_gpu_model_annotation &&
          a.pod_gpu_memory_annotation == b.pod_gpu_memory_annotation;

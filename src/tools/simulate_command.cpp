@@ -4,6 +4,7 @@
 #include <iomanip>
 
 #include "gpu_extender/explain.h"
+#include "gpu_extender/gpu_share.h"
 #include "gpu_extender/json_writer.h"
 #include "gpu_extender/tools.h"
 #include "tool_inputs.h"
@@ -55,11 +56,18 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out, std::o
       const Explanation e = explain(*policy, pod, inputs);
       const NodeExplanation* best = best_node(e);
       std::string why;
+      int shared_gpu = -1;
       if (best) {
-        usage[best->node].add(pod.requests);
+        // The pod holds what it requests; its shared GPU memory on the device /bind would choose.
+        ResourceAmounts held = pod.requests;
+        if (pod.wants_shared_gpu())
+          for (const NodeView& n : nodes)
+            if (n.name == best->node) shared_gpu = assign_shared_gpu({&n, usage[best->node]}, pod.placement, held);
+        usage[best->node].add(held);
         char combined[32];
         std::snprintf(combined, sizeof combined, "%.1f", best->combined);
         why = "combined " + std::string(combined);
+        if (shared_gpu >= 0) why += "; GPU " + std::to_string(shared_gpu);
         if (e.nodes.size() > 1 && e.nodes[1].verdict.passed())
           why += "; next " + e.nodes[1].node + " " + std::to_string(e.nodes[1].final_score);
       } else {
@@ -75,6 +83,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out, std::o
         json_out += ",\"node\":";
         if (best) append_json_string(json_out, best->node);
         else json_out += "null";
+        if (shared_gpu >= 0) json_out += ",\"sharedGpu\":" + std::to_string(shared_gpu);
         json_out += ",\"explanation\":" + render_explanation_json(e) + "}";
       } else {
         out << std::setw(28) << e.pod << std::setw(20) << (best ? best->node : "-") << std::setw(7)

@@ -1,3 +1,4 @@
+#include <charconv>
 #include <limits>
 #include "object_decoders.h"
 
@@ -140,7 +141,9 @@ void decode_containers(od::value list, const ViewSchema& schema, std::vector<Con
   }
 }
 
-void decode_pod_metadata(od::value metadata, const ViewSchema& schema, PodRequest& out) {
+// `shared_gpu_memory`: the pod's ALIYUN_COM_GPU_MEM_POD, in the shared memory's unit, when valid.
+void decode_pod_metadata(od::value metadata, const ViewSchema& schema, PodRequest& out,
+                         std::optional<int64_t>& shared_gpu_memory) {
   for (auto f : take_object(metadata, "")) {
     std::string_view key = field_key(f, "");
     if (equals_ignore_case(key, "name")) {
@@ -154,11 +157,12 @@ void decode_pod_metadata(od::value metadata, const ViewSchema& schema, PodReques
     } else if (equals_ignore_case(key, "annotations")) {
       od::value annotations = take(f.value(), "annotations", "an object");
       if (take_null(annotations, "annotations")) continue;
-      std::array<std::optional<std::string_view>, 3> values;
+      std::array<std::optional<std::string_view>, 6> values;
       try {
-        decode_string_map<3>(annotations,
+        decode_string_map<6>(annotations,
                              {&schema.pod_gpu_model_annotation, &schema.pod_gpu_memory_annotation,
-                              &schema.pod_gpu_family_annotation},
+                              &schema.pod_gpu_family_annotation, &schema.pod_placement_annotation,
+                              &schema.pod_shared_gpu_index_annotation, &schema.pod_shared_gpu_memory_annotation},
                              values);
       } catch (DecodeError& e) {
         throw e.within("annotations");
@@ -172,6 +176,29 @@ void decode_pod_metadata(od::value metadata, const ViewSchema& schema, PodReques
         out.gpu_memory_mib = parse_mebibytes(*values[1], &error);
         if (!out.gpu_memory_mib)
           out.invalid_reason = "pod annotation " + schema.pod_gpu_memory_annotation + ": " + error;
+      }
+      if (values[3]) {
+        if (*values[3] == "spread") out.placement = Placement::kSpread;
+        else if (*values[3] != "binpack")
+          out.invalid_reason = "pod annotation " + schema.pod_placement_annotation + ": expected binpack or spread, not \"" +
+                               std::string(*values[3]) + "\"";
+      }
+      // gpushare's device index and pod memory, as its extender (or this one) wrote them at bind. A
+      // value that is not a device this extender tracks is ignored: the pod's memory then counts on
+      // the node, not on a device.
+      if (values[4]) {
+        int device = -1;
+        const std::string_view text = *values[4];
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), device);
+        if (ec == std::errc() && end == text.data() + text.size() && device >= 0 &&
+            static_cast<size_t>(device) < kMaxSharedGpuDevices)
+          out.shared_gpu_device = device;
+      }
+      if (values[5]) {
+        int64_t units = -1;
+        const std::string_view text = *values[5];
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), units);
+        if (ec == std::errc() && end == text.data() + text.size() && units >= 0) shared_gpu_memory = units;
       }
     }
   }
@@ -200,13 +227,14 @@ void decode_pod(od::value pod, const ViewSchema& schema, PodRequest& out, PodScr
 void decode_pod(od::object pod, const ViewSchema& schema, PodRequest& out, PodScratch& scratch) {
   out = PodRequest{};
   ResourceAmounts overhead;
+  std::optional<int64_t> shared_gpu_memory;
   scratch.containers.clear();
   scratch.init_containers.clear();
   for (auto f : pod) {
     std::string_view key = field_key(f, "");
     if (equals_ignore_case(key, "metadata")) {
       try {
-        decode_pod_metadata(take(f.value(), "", "an object"), schema, out);
+        decode_pod_metadata(take(f.value(), "", "an object"), schema, out, shared_gpu_memory);
       } catch (DecodeError& e) {
         throw e.within("metadata");
       }
@@ -250,6 +278,14 @@ void decode_pod(od::object pod, const ViewSchema& schema, PodRequest& out, PodSc
   for (size_t i = 0; i < schema.resources.size(); ++i) {
     if (out.requests.has(i) && out.requests.get(i) < 0)
       throw DecodeError("spec", "negative request of " + schema.resources.name(i));
+  }
+  // A pod bound with a device holds its memory there: the annotation's amount (what the binder
+  // wrote), else its request.
+  if (out.shared_gpu_device) {
+    const int64_t milli =
+        shared_gpu_memory ? (*shared_gpu_memory > INT64_MAX / 1000 ? INT64_MAX : *shared_gpu_memory * 1000)
+                          : out.shared_gpu_memory_milli();
+    if (milli > 0) out.requests.set(shared_gpu_device_slot(static_cast<size_t>(*out.shared_gpu_device)), milli);
   }
 }
 

@@ -370,7 +370,7 @@ TEST_CASE("explain: --kubeconfig and --pod NS/NAME explain a pending pod from th
 
   // The table, as an operator reads it; and a pod that does not exist says so.
   const auto table = test_support::run_binary({"explain", "--kubeconfig", kubeconfig, "--pod", "team-a/train"});
-  CHECK(table.output.find("pod team-a/train: best node a100-free") != std::string::npos);
+  CHECK(table.output.find("pod team-a/train (placement binpack): best node a100-free") != std::string::npos);
   const auto missing = test_support::run_binary({"explain", "--kubeconfig", kubeconfig, "--pod", "team-a/nope"});
   CHECK(missing.exit_code == 2);
   CHECK(missing.output.find("GET /api/v1/namespaces/team-a/pods/nope: HTTP 404") != std::string::npos);

@@ -55,7 +55,7 @@ TEST_CASE("explain: a table best first, and the same as JSON, from kubectl YAML 
   REQUIRE(run_explain({"--pod", example("gpu-fleet/pod.yaml"), "--nodes", example("gpu-fleet/nodes.yaml"), "--pods-snapshot",
                        example("gpu-fleet/pods-running.yaml")},
                       table, err) == 0);
-  CHECK(table.str().rfind("pod default/train-a100: best node a100-80g-4g\nNODE", 0) == 0);
+  CHECK(table.str().rfind("pod default/train-a100 (placement binpack): best node a100-80g-4g\nNODE", 0) == 0);
   CHECK(table.str().find("gpuFit(w7)") != std::string::npos);
   CHECK(table.str().find("gpu model T4 does not match requested A100") != std::string::npos);
 
@@ -118,6 +118,29 @@ TEST_CASE("explain and simulate: MIG slices of the mixed strategy, with the prof
   CHECK(placements(placed) == std::vector<std::string>{"a100-mig-mixed", "a100-mig-mixed", "a100-mig-mixed", "-"});
   for (const auto& n : placed[3]["explanation"]["nodes"])
     if (n["node"] == "a100-mig-mixed") CHECK(n["reason"] == "only 0 of 2 nvidia.com/mig-2g.10gb slices free; pod requests 1");
+}
+
+TEST_CASE("explain and simulate: GPUs shared by memory, placed on devices as the README promises") {
+  const json placed =
+      simulate({"--nodes", example("gpu-share/nodes.yaml"), "--place", example("gpu-share/place.yaml")});
+  CHECK(placements(placed) ==
+        std::vector<std::string>{"share-a", "share-a", "share-a", "share-a", "share-a", "share-b", "-"});
+  std::vector<int> devices;
+  for (const auto& p : placed) devices.push_back(p.value("sharedGpu", -1));
+  CHECK(devices == std::vector<int>{0, 0, 1, 0, 2, 0, -1});
+  CHECK(placed[5]["explanation"]["placement"] == "spread");
+
+  // Usage from pods bound with gpushare's annotations: each device's free memory, as explain shows it.
+  std::ostringstream out, err;
+  REQUIRE(run_explain({"--pod", example("gpu-share/pod.yaml"), "--nodes", example("gpu-share/nodes.yaml"),
+                       "--pods-snapshot", example("gpu-share/pods-running.yaml"), "--format", "json"},
+                      out, err) == 0);
+  const json e = json::parse(out.str());
+  CHECK(e["best"] == "share-a");
+  std::map<std::string, json> nodes;
+  for (const auto& n : e["nodes"]) nodes[n["node"]] = n;
+  CHECK(nodes["share-a"]["facts"]["sharedGpus"]["value"] == "free 4/16, 16/16, 16/16, 16/16 GiB");
+  CHECK(nodes["share-b"]["facts"]["sharedGpus"]["value"] == "free 16/16, 6/16, 16/16, 16/16 GiB");
 }
 
 TEST_CASE("explain and simulate: errors name the file and the field") {

@@ -44,7 +44,7 @@ PodRequest slice_pod(size_t profile, int slices, std::optional<int64_t> memory_m
 TEST_CASE("mig: resources.mig lists profiles after the excluded resources, labels named after them") {
   const ViewSchema& s = mig_config().schema;
   REQUIRE(s.mig_profiles() == 2);
-  CHECK(s.first_mig_resource() == 3);  // gpu, packed, bbb, then the profiles
+  CHECK(s.first_mig_resource() == ViewSchema::kFirstExcludedResource + 1);  // after bbb
   CHECK(s.resources.name(s.mig_resource(1)) == "nvidia.com/mig-2g.10gb");
   CHECK(s.mig_count_labels[0] == "nvidia.com/mig-1g.5gb.count");
   CHECK(s.mig_memory_labels[1] == "nvidia.com/mig-2g.10gb.memory");

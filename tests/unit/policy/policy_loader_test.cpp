@@ -11,9 +11,13 @@ TEST_CASE("policy: the embedded default is the shipped file and the behaviour of
   CHECK(c.schema.resources.name(ViewSchema::kGpuResource) == "nvidia.com/gpu");
   CHECK(c.schema.resources.name(ViewSchema::kPackedResource) == "custom.resource/aaa");
   CHECK(c.schema.resources.name(ViewSchema::kFirstExcludedResource) == "custom.resource/bbb");
+  CHECK(c.schema.resources.name(ViewSchema::kSharedGpuMemory) == "aliyun.com/gpu-mem");
+  CHECK(c.schema.resources.name(ViewSchema::kSharedGpuCount) == "aliyun.com/gpu-count");
+  CHECK(c.shared_gpu_memory_unit == "GiB");
   CHECK(c.filters == std::vector<std::string>{"gpuModel", "gpuMemory", "gpuCount", "excludedResources",
-                                              "packedResourceFit"});
-  REQUIRE(c.scorers.size() == 3);
+                                              "packedResourceFit", "gpuShare"});
+  REQUIRE(c.scorers.size() == 4);
+  CHECK(c.scorers[3].name == "gpuShare");
   CHECK(c.scorers[0].name == "gpuFit");
   CHECK(c.scorers[0].weight == 7);
   CHECK(c.scorers[1].weight == 3);
@@ -24,8 +28,8 @@ TEST_CASE("policy: a file overrides key by key, in YAML or JSON") {
   const PolicyConfig yaml = parse_policy("resources:\n  excluded: [example.com/fpga, example.com/x]\n"
                                          "nodeLabels:\n  gpuModel: nvidia.com/gpu.product\n",
                                          "test.yaml");
-  CHECK(yaml.schema.resources.size() == 4);
-  CHECK(yaml.schema.resources.name(3) == "example.com/x");
+  CHECK(yaml.schema.resources.size() == 6);
+  CHECK(yaml.schema.resources.name(ViewSchema::kFirstExcludedResource + 1) == "example.com/x");
   CHECK(yaml.schema.node_gpu_model_labels == std::vector<std::string>{"nvidia.com/gpu.product"});
   CHECK(yaml.schema.node_gpu_memory_labels == std::vector<std::string>{"gpu.nvidia.com/memory", "nvidia.com/gpu.memory"});
   // A list gives the order of precedence; more than four, or none, is refused.
@@ -34,7 +38,7 @@ TEST_CASE("policy: a file overrides key by key, in YAML or JSON") {
   CHECK(listed.schema.node_gpu_count_labels == std::vector<std::string>{"example.com/gpus", "nvidia.com/gpu.count"});
   CHECK_THROWS_WITH(parse_policy("nodeLabels:\n  gpuCount: [a, b, c, d, e]\n", "test.yaml"),
                     "test.yaml: nodeLabels.gpuCount: expected 1 to 4 label names");
-  CHECK(yaml.filters.size() == 5);
+  CHECK(yaml.filters.size() == 6);
 
   const PolicyConfig json = parse_policy(R"({"scorers":[{"name":"gpuFit","weight":1}],"filters":[]})", "p.json");
   CHECK(json.filters.empty());
