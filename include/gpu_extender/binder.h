@@ -3,6 +3,8 @@
 // Thread-safe: implementations may be called from many request threads at once.
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gpu_extender/pod_request.h"
 #include "gpu_extender/wire.h"
@@ -21,6 +23,13 @@ class Binder {
   };
   // The pod named in a /bind that this replica never saw in /filter or /prioritize.
   virtual Fetched fetch_pod(const std::string& ns, const std::string& name) = 0;
+
+  // Sets (a value) or removes (nullopt) annotations of pod ns/name, whose UID must be `uid`. "" when
+  // done, else what went wrong. For GPU sharing: the device the pod's memory is on, for the device
+  // plugin, written before the Binding.
+  using Annotations = std::vector<std::pair<std::string, std::optional<std::string>>>;
+  virtual std::string annotate(const std::string& ns, const std::string& name, const std::string& uid,
+                               const Annotations& annotations) = 0;
 };
 
 }  // namespace gpu_extender

@@ -61,7 +61,8 @@ class ClusterView final : public UsageSource, public NodeSource {
   void mark_pods_synced();
 
   // --- bind ---
-  // Counts `requests` on `node` at once, until the watch reports pod `uid` or the TTL passes.
+  // Counts `requests` on `node` at once, until the watch reports pod `uid` bound (or finished or
+  // deleted) or the TTL passes.
   void assume_pod(const std::string& uid, const std::string& node, const ResourceAmounts& requests);
   // The bind failed: pod `uid` no longer counts where it was assumed.
   void release_assumed(std::string_view uid);

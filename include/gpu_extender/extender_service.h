@@ -58,6 +58,7 @@ struct VerbSummary {
   std::string error_cause;
   std::vector<std::pair<std::string_view, size_t>> rejections;  // filter: refused nodes per rule
   std::string bind_result;  // bind: bound | failed | refused | no_api
+  int shared_gpu_device = -1;  // bind: the GPU a pod sharing one by memory was bound to
   double bind_wait_ms = 0;  // filter, prioritize: time spent waiting for another pod's /bind
   // Filled only when asked (debug logging): every refused node and why.
   bool want_reasons = false;
@@ -103,6 +104,12 @@ class ExtenderService {
   void add_live_utilization(std::vector<NodeInput>& inputs) const;
   // The checks and bookkeeping of /bind around the API call; "" when bound.
   std::string bind_pod(const BindingArgs& args, VerbSummary& summary) const;
+  // GPU sharing (shared_gpu_binding.cpp): chooses the device for the pod's shared memory on args.node
+  // and counts the pod there at once; the annotations that tell the device plugin. "" or why not.
+  std::string assume_on_shared_gpu(const BindingArgs& args, const PendingPod& pod,
+                                   Binder::Annotations& annotations) const;
+  // The binding failed: removes the device annotations, so that they claim nothing.
+  void withdraw_shared_gpu(const BindingArgs& args) const;
   int filter(Workspace& ws, VerbSummary& summary) const;
   int prioritize(Workspace& ws, VerbSummary& summary) const;
   int bind(Workspace& ws, VerbSummary& summary) const;
@@ -114,6 +121,7 @@ class ExtenderService {
   mutable std::atomic<bool> draining_{false};
   mutable WorkspacePool workspaces_;
   mutable BindTracker tracker_;
+  mutable std::mutex shared_gpu_bind_mutex_;  // a device is chosen and assumed under it
 };
 
 }  // namespace gpu_extender

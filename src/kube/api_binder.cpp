@@ -21,6 +21,21 @@ std::string binding_json(const BindingArgs& args) {
   return out;
 }
 
+std::string annotations_patch_json(const std::string& uid, const Binder::Annotations& annotations) {
+  std::string out = R"({"metadata":{"uid":)";
+  append_json_string(out, uid);
+  out += R"(,"annotations":{)";
+  for (size_t i = 0; i < annotations.size(); ++i) {
+    if (i) out += ",";
+    append_json_string(out, annotations[i].first);
+    out += ":";
+    if (annotations[i].second) append_json_string(out, *annotations[i].second);
+    else out += "null";
+  }
+  out += "}}}";
+  return out;
+}
+
 ApiBinder::ApiBinder(std::shared_ptr<const ApiClient> api, ViewSchema schema, std::chrono::milliseconds deadline)
     : api_(std::move(api)), schema_(std::move(schema)), deadline_(deadline) {}
 
@@ -42,6 +57,24 @@ std::string common_refusal(const std::string& pod, const ApiResponse& res, const
       return "";
   }
 }
+
+// Calls `call(timeout)` again after 5xx, 429 and transport errors, with backoff, until `budget` is
+// spent; returns the last answer and counts the attempts.
+template <typename Call>
+ApiResponse with_retries(std::chrono::milliseconds budget, int& attempts, const Call& call) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + budget;
+  auto backoff = std::chrono::milliseconds(100);
+  while (true) {
+    ++attempts;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    ApiResponse res = call(std::max(left, std::chrono::milliseconds(100)));
+    const bool retriable = res.status == 0 || res.status >= 500 || res.status == 429;
+    if (res.ok() || !retriable || Clock::now() + backoff >= deadline) return res;
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+  }
+}
 }  // namespace
 
 Binder::Fetched ApiBinder::fetch_pod(const std::string& ns, const std::string& name) {
@@ -61,25 +94,31 @@ Binder::Fetched ApiBinder::fetch_pod(const std::string& ns, const std::string& n
   return out;
 }
 
+std::string ApiBinder::annotate(const std::string& ns, const std::string& name, const std::string& uid,
+                                const Annotations& annotations) {
+  const std::string pod = ns + "/" + name;
+  const std::string body = annotations_patch_json(uid, annotations);
+  int attempts = 0;
+  const ApiResponse res = with_retries(deadline_, attempts, [&](std::chrono::milliseconds timeout) {
+    return api_->merge_patch(pod_path(ns, name), body, timeout);
+  });
+  if (res.ok()) return "";
+  std::string refusal = common_refusal(pod, res, "patch on pods");
+  if (!refusal.empty()) return refusal;
+  if (res.status == 422 || res.status == 409)
+    return "cannot bind pod " + pod + ": it was deleted and re-created (" + res.describe() + ")";
+  return "cannot annotate pod " + pod + ": " + res.describe();
+}
+
 std::string ApiBinder::bind(const BindingArgs& args) {
-  using Clock = std::chrono::steady_clock;
   const std::string pod = args.pod_namespace + "/" + args.pod_name;
   const std::string path = pod_path(args.pod_namespace, args.pod_name);
   const std::string body = binding_json(args);
-  const auto deadline = Clock::now() + deadline_;
-  auto backoff = std::chrono::milliseconds(100);
-  ApiResponse res;
   int attempts = 0;
-  while (true) {
-    ++attempts;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    res = api_->post(path + "/binding", body, std::max(left, std::chrono::milliseconds(100)));
-    if (res.ok()) return "";
-    const bool retriable = res.status == 0 || res.status >= 500 || res.status == 429;
-    if (!retriable || Clock::now() + backoff >= deadline) break;
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
-  }
+  const ApiResponse res = with_retries(deadline_, attempts, [&](std::chrono::milliseconds timeout) {
+    return api_->post(path + "/binding", body, timeout);
+  });
+  if (res.ok()) return "";
   switch (res.status) {
     case 409: {
       // Already bound: success if to this very node (a retried bind after a lost answer).

@@ -16,12 +16,18 @@ class ApiBinder final : public Binder {
             std::chrono::milliseconds deadline = std::chrono::seconds(4));
   std::string bind(const BindingArgs& args) override;
   Fetched fetch_pod(const std::string& ns, const std::string& name) override;
+  std::string annotate(const std::string& ns, const std::string& name, const std::string& uid,
+                       const Annotations& annotations) override;
 
  private:
   std::shared_ptr<const ApiClient> api_;
   ViewSchema schema_;
   std::chrono::milliseconds deadline_;
 };
+
+// The merge patch of annotate(): metadata.uid makes it a precondition (the API server refuses to
+// change an object's UID), the annotations set or removed (exposed for tests).
+std::string annotations_patch_json(const std::string& uid, const Binder::Annotations& annotations);
 
 // The v1.Binding body (exposed for tests).
 std::string binding_json(const BindingArgs& args);

@@ -238,6 +238,14 @@ ApiResponse ApiClient::post(const std::string& path, const std::string& json, st
   });
 }
 
+ApiResponse ApiClient::merge_patch(const std::string& path, const std::string& json,
+                                   std::chrono::milliseconds timeout) const {
+  return pooled(timeout, [&](httplib::ClientImpl& client) {
+    return client.Patch(path.c_str(), httplib::Headers{{"Accept", "application/json"}}, json,
+                        "application/merge-patch+json");
+  });
+}
+
 ApiResponse ApiClient::watch(const std::string& path, const std::function<bool(std::string_view)>& on_line,
                              std::chrono::milliseconds idle_timeout) const {
   ApiResponse out;

@@ -94,7 +94,10 @@ void ClusterView::forget_assumed(std::string_view uid) {
 void ClusterView::upsert_pod(const PodRequest& pod) {
   if (pod.uid.empty()) return;
   std::unique_lock lock(mutex_);
-  forget_assumed(pod.uid);  // the watch has its own word on this pod now
+  // The watch has its own word on this pod once it shows it bound (or finished). An event of the pod
+  // still unbound (the device annotations /bind writes just before the Binding, a status update)
+  // leaves the assumption: the bind is still on its way.
+  if (!pod.node_name.empty() || pod.terminated()) forget_assumed(pod.uid);
   if (auto it = pods_.find(pod.uid); it != pods_.end()) {
     add_usage(it->second.node, it->second.requests, false);
     pods_.erase(it);

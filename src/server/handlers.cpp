@@ -348,17 +348,29 @@ std::string ExtenderService::bind_pod(const BindingArgs& args, VerbSummary& summ
   }
   const bool bound_already = refusal.empty() && !pod->node_name.empty();
   // Count the pod on its node before the API call, so that the next pod's /filter and /prioritize
-  // (which may be waiting for this very moment) see it; undone if the bind fails.
-  if (refusal.empty() && !bound_already && parts_.cluster)
+  // (which may be waiting for this very moment) see it; undone if the bind fails. A pod sharing a GPU
+  // by memory is counted on the device chosen for it, which the device plugin learns from annotations.
+  const bool shares_gpu = refusal.empty() && !bound_already && pod->requests.has(ViewSchema::kSharedGpuMemory) &&
+                          pod->requests.get(ViewSchema::kSharedGpuMemory) > 0;
+  Binder::Annotations device;
+  std::string error;
+  if (shares_gpu && !parts_.cluster)
+    error = "cannot bind pod " + label + ": sharing a GPU needs the extender's cluster view (Kubernetes API access)";
+  else if (shares_gpu) error = assume_on_shared_gpu(args, *pod, device);
+  else if (refusal.empty() && !bound_already && parts_.cluster)
     parts_.cluster->assume_pod(args.pod_uid, args.node, pod->requests);
   tracker_.bind_arrived(args.pod_uid);
   if (!refusal.empty() || bound_already) {
     summary.bind_result = refusal.empty() ? "bound" : "refused";
     return refusal;
   }
-  std::string error = parts_.binder->bind(args);
+  if (error.empty() && !device.empty()) error = parts_.binder->annotate(args.pod_namespace, args.pod_name, args.pod_uid, device);
+  const bool annotated = error.empty() && !device.empty();
+  if (error.empty()) error = parts_.binder->bind(args);
   summary.bind_result = error.empty() ? "bound" : "failed";
   if (!error.empty() && parts_.cluster) parts_.cluster->release_assumed(args.pod_uid);
+  if (!error.empty() && annotated) withdraw_shared_gpu(args);
+  if (shares_gpu && error.empty()) summary.shared_gpu_device = std::stoi(*device[0].second);
   return error;
 }
 

@@ -141,6 +141,11 @@ struct Metrics::Impl {
           .Register(*registry);
   prometheus::Family<prometheus::Counter>& binds =
       prometheus::BuildCounter().Name("gpu_extender_binds_total").Help("Bind requests by result.").Register(*registry);
+  prometheus::Counter& shared_gpu_binds = prometheus::BuildCounter()
+                                              .Name("gpu_extender_shared_gpu_binds_total")
+                                              .Help("Pods bound to share a GPU by memory (a device chosen for them).")
+                                              .Register(*registry)
+                                              .Add({});
   prometheus::Family<prometheus::Counter>& preemption =
       prometheus::BuildCounter()
           .Name("gpu_extender_preemption_candidates_total")
@@ -192,6 +197,7 @@ void Metrics::observe(std::string_view verb, int status, double seconds, size_t 
   for (const auto& [rule, count] : summary.rejections)
     impl_->rejections.Add({{"reason", std::string(rule)}}).Increment(static_cast<double>(count));
   if (!summary.bind_result.empty()) impl_->binds.Add({{"result", summary.bind_result}}).Increment();
+  if (summary.shared_gpu_device >= 0) impl_->shared_gpu_binds.Increment();
   if (status == 200 && !summary.error.empty())
     impl_->answer_errors
         .Add({{"verb", std::string(verb)}, {"cause", summary.error_cause.empty() ? "other" : summary.error_cause}})

@@ -95,6 +95,10 @@ FakeApiServer::FakeApiServer()
                  if (!authorised(req, res)) return;
                  bind(req, res, req.matches[1].str(), req.matches[2].str());
                });
+  server_.Patch(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!authorised(req, res)) return;
+    patch_pod(req, res, req.matches[1].str(), req.matches[2].str());
+  });
   port_ = server_.bind_to_any_port("127.0.0.1");
   if (port_ <= 0) throw std::runtime_error("fake API server cannot listen");
   thread_ = std::thread([this] { server_.listen_after_bind(); });
@@ -368,6 +372,56 @@ void FakeApiServer::bind(const httplib::Request& req, httplib::Response& res, co
   if (!silent_) record("pods", "MODIFIED", pod);
   res.status = 201;
   res.set_content(json({{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", json::object()}, {"status", "Success"}, {"code", 201}}).dump(), "application/json");
+}
+
+// A JSON merge patch (RFC 7386), as the real server applies one: 415 for another content type, 404
+// for no such pod, 422 when it would change the pod's UID (immutable: a precondition on the very pod).
+void FakeApiServer::patch_pod(const httplib::Request& req, httplib::Response& res, const std::string& ns,
+                              const std::string& name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (req.get_header_value("Content-Type") != "application/merge-patch+json") {
+    res.status = 415;
+    res.set_content(status(415, "UnsupportedMediaType", "the body of the request was in an unknown format").dump(),
+                    "application/json");
+    return;
+  }
+  if (fail_patches_ > 0) {
+    --fail_patches_;
+    res.status = fail_patch_status_;
+    res.set_content(status(fail_patch_status_, "InternalError", "etcd is having a bad day").dump(), "application/json");
+    return;
+  }
+  auto it = pods_.find(ns + "/" + name);
+  if (it == pods_.end()) {
+    res.status = 404;
+    res.set_content(status(404, "NotFound", "pods \"" + name + "\" not found").dump(), "application/json");
+    return;
+  }
+  const json patch = json::parse(req.body);
+  json& pod = it->second;
+  if (patch.contains("metadata") && patch["metadata"].contains("uid") && patch["metadata"]["uid"] != pod["metadata"]["uid"]) {
+    res.status = 422;
+    res.set_content(status(422, "Invalid", "Pod \"" + name + "\" is invalid: metadata.uid: Invalid value: field is immutable").dump(),
+                    "application/json");
+    return;
+  }
+  pod.merge_patch(patch);
+  pod["metadata"]["resourceVersion"] = std::to_string(++rv_);
+  ++patches_;
+  record("pods", "MODIFIED", pod);
+  res.status = 200;
+  res.set_content(pod.dump(), "application/json");
+}
+
+void FakeApiServer::fail_next_patches(int count, int status) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  fail_patches_ = count;
+  fail_patch_status_ = status;
+}
+
+int FakeApiServer::patches() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return patches_;
 }
 
 void FakeApiServer::fail_next_binds(int count, int status) {

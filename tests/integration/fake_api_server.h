@@ -2,7 +2,8 @@
 // A fake Kubernetes API server for tests, speaking the real formats over TLS with a bearer token:
 // List objects with metadata.resourceVersion (paginated with limit/continue), newline-delimited
 // WatchEvent streams (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR), 410 Gone for a compacted
-// resourceVersion, GET of a pod, and POST .../binding answering 201, 404 and 409 as the real one does.
+// resourceVersion, GET of a pod, POST .../binding answering 201, 404 and 409 as the real one does, and
+// PATCH of a pod with a JSON merge patch (metadata.uid immutable, so a precondition).
 // Faults on demand: failing binds, dropped watch streams, ERROR events, slow answers.
 #include <httplib.h>
 
@@ -54,6 +55,8 @@ class FakeApiServer {
 
   // Faults.
   void fail_next_binds(int count, int status);  // then behave normally
+  void fail_next_patches(int count, int status);  // then behave normally
+  int patches() const;                            // pod patches applied
   void forbid_binds(bool forbid);               // 403
   void silent_binds(bool silent);               // bind without emitting a watch event
   void drop_watches();                          // end every open watch stream abruptly
@@ -85,6 +88,7 @@ class FakeApiServer {
   void list(const std::string& resource, const httplib::Request& req, httplib::Response& res);
   void watch(const std::string& resource, const httplib::Request& req, httplib::Response& res);
   void bind(const httplib::Request& req, httplib::Response& res, const std::string& ns, const std::string& name);
+  void patch_pod(const httplib::Request& req, httplib::Response& res, const std::string& ns, const std::string& name);
   static bool matches(const std::string& resource, const json& object, const httplib::Request& req);
   static json status(int code, const std::string& reason, const std::string& message);
 
@@ -106,6 +110,7 @@ class FakeApiServer {
   std::map<std::string, int> lists_, watches_;
   std::map<std::string, std::string> last_watch_query_;
   int fail_binds_ = 0, fail_status_ = 500;
+  int fail_patches_ = 0, fail_patch_status_ = 500, patches_ = 0;
   bool forbid_ = false, silent_ = false;
   uint64_t drop_generation_ = 0, error_generation_ = 0, bookmark_generation_ = 0;
   int error_code_ = 410;
