@@ -92,6 +92,15 @@ class ClusterView final : public UsageSource, public NodeSource {
     double seconds_since_event = -1;  // -1: no event yet
   };
   Stats stats() const;
+  // GPU sharing by memory, over the nodes in the view (in the shared memory's unit): devices, their
+  // free memory, and the part of it that is fragmented: free on devices where it is less than the
+  // smallest shared request of the pods pending (seen in /filter, not bound), so no pending pod fits
+  // there. Nothing is fragmented while no shared pod is pending.
+  struct SharedGpuStats {
+    int64_t devices = 0, free = 0, fragmented = 0;
+    int64_t smallest_pending = 0;  // 0: no pending pod asks shared memory
+  };
+  SharedGpuStats shared_gpu_stats() const;
   void touch();  // an event or bookmark arrived: the view is fresh as of now
 
  private:

@@ -59,6 +59,8 @@ struct VerbSummary {
   std::vector<std::pair<std::string_view, size_t>> rejections;  // filter: refused nodes per rule
   std::string bind_result;  // bind: bound | failed | refused | no_api
   int shared_gpu_device = -1;  // bind: the GPU a pod sharing one by memory was bound to
+  // What else the log line says: the GPU chosen at /bind, the GPU victims free at /preempt.
+  std::string detail;
   double bind_wait_ms = 0;  // filter, prioritize: time spent waiting for another pod's /bind
   // Filled only when asked (debug logging): every refused node and why.
   bool want_reasons = false;

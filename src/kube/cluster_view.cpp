@@ -1,5 +1,8 @@
 #include "gpu_extender/cluster_view.h"
 
+#include "gpu_extender/gpu_share.h"
+#include "gpu_extender/quantity.h"
+
 #include <algorithm>
 #include <mutex>
 #include <vector>
@@ -275,6 +278,29 @@ std::optional<std::pair<std::string, ResourceAmounts>> ClusterView::pod_usage(st
   if (auto it = pods_.find(uid); it != pods_.end()) return std::make_pair(it->second.node, it->second.requests);
   if (auto it = assumed_.find(uid); it != assumed_.end()) return std::make_pair(it->second.node, it->second.requests);
   return std::nullopt;
+}
+
+ClusterView::SharedGpuStats ClusterView::shared_gpu_stats() const {
+  SharedGpuStats out;
+  std::shared_lock lock(mutex_);
+  for (const auto& [uid, pending] : pending_) {
+    const ResourceAmounts& r = pending.pod.requests;
+    if (!r.has(ViewSchema::kSharedGpuMemory) || r.get(ViewSchema::kSharedGpuMemory) <= 0) continue;
+    const int64_t units = milli_to_units_ceil(r.get(ViewSchema::kSharedGpuMemory));
+    if (out.smallest_pending == 0 || units < out.smallest_pending) out.smallest_pending = units;
+  }
+  for (const auto& [name, entry] : nodes_) {
+    if (!entry.node) continue;
+    const std::optional<SharedGpus> gpus = shared_gpus(NodeInput(&entry.node->view(), entry.used));
+    if (!gpus) continue;
+    out.devices += gpus->devices;
+    for (int64_t d = 0; d < gpus->devices; ++d) {
+      const int64_t free = std::max<int64_t>(gpus->free[static_cast<size_t>(d)], 0);
+      out.free += free;
+      if (free > 0 && free < out.smallest_pending) out.fragmented += free;
+    }
+  }
+  return out;
 }
 
 ClusterView::Stats ClusterView::stats() const {

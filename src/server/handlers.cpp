@@ -6,6 +6,7 @@
 #include "gpu_extender/explain.h"
 #include "gpu_extender/gpu_utilization.h"
 #include "gpu_extender/extender_service.h"
+#include "gpu_extender/gpu_share.h"
 #include "gpu_extender/wire.h"
 #include "gpu_extender/json_writer.h"
 #include "gpu_extender/wire_encode.h"
@@ -370,9 +371,30 @@ std::string ExtenderService::bind_pod(const BindingArgs& args, VerbSummary& summ
   summary.bind_result = error.empty() ? "bound" : "failed";
   if (!error.empty() && parts_.cluster) parts_.cluster->release_assumed(args.pod_uid);
   if (!error.empty() && annotated) withdraw_shared_gpu(args);
-  if (shares_gpu && error.empty()) summary.shared_gpu_device = std::stoi(*device[0].second);
+  if (shares_gpu && error.empty()) {
+    summary.shared_gpu_device = std::stoi(*device[0].second);
+    summary.detail = "GPU " + *device[0].second + " of " + args.node;
+  }
   return error;
 }
+
+namespace {
+// For the request log of /preempt: on a kept node, the GPU the pod sharing one would take once the
+// victims are gone, and which of them free it ("share-a: GPU 1 freed by uid-a,uid-b; ").
+std::string shared_gpu_freed_by(const PodRequest& pod, std::string_view node, const NodeInput& after,
+                                const std::vector<std::pair<std::string_view, ResourceAmounts>>& freed) {
+  const std::optional<SharedGpus> gpus = shared_gpus(after);
+  if (!gpus) return "";
+  const int device = choose_shared_gpu(*gpus, shared_gpu_units_wanted(pod), pod.placement);
+  if (device < 0) return "";
+  std::string victims;
+  const size_t slot = shared_gpu_device_slot(static_cast<size_t>(device));
+  for (const auto& [uid, frees] : freed)
+    if (frees.has(slot) && frees.get(slot) > 0) victims += (victims.empty() ? "" : ",") + std::string(uid);
+  return std::string(node) + ": GPU " + std::to_string(device) + " freed by " + (victims.empty() ? "none" : victims) +
+         "; ";
+}
+}  // namespace
 
 int ExtenderService::preempt(Workspace& ws, VerbSummary& summary) const {
   if (!parts_.cluster) {
@@ -399,6 +421,7 @@ int ExtenderService::preempt(Workspace& ws, VerbSummary& summary) const {
     // Usage on the node once the victims are gone. A victim the pod view does not know frees nothing
     // here: the node is kept only if the pod fits without counting on it.
     NodeInput input{&ws.cached_nodes[i]->view(), parts_.usage->used_on(c.node)};
+    std::vector<std::pair<std::string_view, ResourceAmounts>> freed;  // victim UID, what it frees
     if (input.used) {
       for (const auto& victim : c.victims) {
         std::optional<ResourceAmounts> frees = victim.requests;
@@ -406,11 +429,14 @@ int ExtenderService::preempt(Workspace& ws, VerbSummary& summary) const {
           auto known = parts_.cluster->pod_usage(victim.uid);
           if (known && known->first == c.node) frees = known->second;
         }
-        if (frees) input.used->subtract(*frees);
+        if (!frees) continue;
+        input.used->subtract(*frees);
+        freed.emplace_back(victim.uid, *frees);
       }
     }
     ws.policy->filter(args.pod, std::span<const NodeInput>(&input, 1), verdict);
     keep[i] = verdict[0].passed();
+    if (keep[i] && args.pod.wants_shared_gpu()) summary.detail += shared_gpu_freed_by(args.pod, c.node, input, freed);
   }
   summary.nodes_out = static_cast<size_t>(std::count(keep.begin(), keep.end(), true));
   encode_preemption_result(args, keep, ws.answer);

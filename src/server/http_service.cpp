@@ -342,11 +342,12 @@ void HttpService::install_verb_routes(httplib::Server& svr) {
       const double read_ms = std::chrono::duration<double, std::milli>(body_read - started).count();
       if (summary.error.empty()) {
         spdlog::info(
-            "req={} verb={} pod={} nodes_in={} nodes_out={}{}{} status={} bytes_in={} bytes_out={} read_ms={:.2f} "
+            "req={} verb={} pod={} nodes_in={} nodes_out={}{}{}{}{}{} status={} bytes_in={} bytes_out={} read_ms={:.2f} "
             "bind_wait_ms={:.2f} ms={:.2f}",
             id, path.substr(1), summary.pod, summary.nodes_in, summary.nodes_out,
-            summary.top_scores.empty() ? "" : " top=", summary.top_scores, status, body.size(), ws->answer.size(),
-            read_ms, summary.bind_wait_ms, ms);
+            summary.top_scores.empty() ? "" : " top=", summary.top_scores, summary.detail.empty() ? "" : " detail=\"",
+            summary.detail, summary.detail.empty() ? "" : "\"", status, body.size(), ws->answer.size(), read_ms,
+            summary.bind_wait_ms, ms);
       } else {
         spdlog::warn("req={} verb={} pod={} status={} bytes_in={} ms={:.2f} error=\"{}\"", id, path.substr(1),
                      summary.pod.empty() ? "-" : summary.pod, status, body.size(), ms, summary.error);

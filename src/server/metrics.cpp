@@ -45,6 +45,15 @@ class ClusterCollector final : public prometheus::Collectable {
     gauge("gpu_extender_cluster_pods", "Pods holding resources on a node, in the cluster view.", static_cast<double>(s.pods));
     gauge("gpu_extender_cluster_assumed_pods", "Pods bound by /bind and not yet confirmed by the watch.",
           static_cast<double>(s.assumed));
+    const ClusterView::SharedGpuStats shared = view_->shared_gpu_stats();
+    gauge("gpu_extender_shared_gpu_devices", "GPUs shared by memory (gpushare's gpu-count) on the nodes in the view.",
+          static_cast<double>(shared.devices));
+    gauge("gpu_extender_shared_gpu_free_memory", "Free shared GPU memory on those GPUs, in the policy's unit (GiB or MiB).",
+          static_cast<double>(shared.free));
+    gauge("gpu_extender_shared_gpu_fragmented_memory",
+          "Free shared GPU memory on GPUs where it is less than the smallest pending shared request (no pending pod "
+          "fits there), in the policy's unit; 0 while none is pending.",
+          static_cast<double>(shared.fragmented));
     gauge("gpu_extender_cluster_synced", "1 once the first lists of nodes and pods are in the view.",
           view_->ready() ? 1 : 0);
     gauge("gpu_extender_cluster_last_event_age_seconds",

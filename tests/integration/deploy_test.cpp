@@ -46,6 +46,14 @@ void check_selects(const YAML::Node& match_labels, const YAML::Node& deployment)
           kv.second.as<std::string>());
 }
 
+// A ClusterRoleBinding grants its role to the service account a Deployment's pods run as.
+void check_binds_service_account(const YAML::Node& binding, const YAML::Node& deployment) {
+  CHECK(binding["subjects"][0]["kind"].as<std::string>() == "ServiceAccount");
+  CHECK(binding["subjects"][0]["name"].as<std::string>() ==
+        deployment["spec"]["template"]["spec"]["serviceAccountName"].as<std::string>());
+  CHECK(binding["subjects"][0]["namespace"].as<std::string>() == deployment["metadata"]["namespace"].as<std::string>());
+}
+
 std::vector<std::string> container_args(const YAML::Node& container) {
   std::vector<std::string> args;
   for (const auto& a : container["args"]) args.push_back(a.as<std::string>());
@@ -201,7 +209,7 @@ TEST_CASE("deploy: the scheduler reaches the extender's Service, with verbs the 
 
 TEST_CASE("deploy: every scheduler configuration variant is complete") {
   for (const char* file : {"extender-config/scheduler-config-node-cache.yaml", "extender-config/scheduler-config-full-nodes.yaml",
-                           "overlays/https/scheduler-config-https.yaml"}) {
+                           "overlays/https/scheduler-config-https.yaml", "overlays/gpu-share/scheduler-config-gpu-share.yaml"}) {
     INFO(file);
     const YAML::Node config = YAML::LoadFile(test_support::source_path(file));
     CHECK(config["kind"].as<std::string>() == "KubeSchedulerConfiguration");
@@ -217,7 +225,10 @@ TEST_CASE("deploy: every scheduler configuration variant is complete") {
       managed.insert(r["name"].as<std::string>());
       CHECK_FALSE(r["ignoredByScheduler"].as<bool>());
     }
-    CHECK(managed == std::set<std::string>{"nvidia.com/gpu", "custom.resource/aaa"});
+    // The sharing variant adds the shared GPU memory; the others leave it to the default scheduler.
+    std::set<std::string> expected{"nvidia.com/gpu", "custom.resource/aaa"};
+    if (std::string(file).find("gpu-share") != std::string::npos) expected.insert("aliyun.com/gpu-mem");
+    CHECK(managed == expected);
     // Full-node mode has no node cache, so no preemption; the others have both.
     CHECK(ext["nodeCacheCapable"].as<bool>() == static_cast<bool>(ext["preemptVerb"]));
   }
@@ -281,7 +292,7 @@ TEST_CASE("deploy: the image is named in one place, manifests/kustomization.yaml
   const YAML::Node image = kustomization["images"][0];
   const std::string expected = image["newName"].as<std::string>() + ":" + image["newTag"].as<std::string>();
   CHECK(expected.find('/') != std::string::npos);  // a registry path, never a bare name Docker Hub would resolve
-  for (const char* dir : {"manifests", "overlays/https", "overlays/gke", "overlays/dcgm-prometheus"}) {
+  for (const char* dir : {"manifests", "overlays/https", "overlays/gke", "overlays/dcgm-prometheus", "overlays/gpu-share"}) {
     INFO(dir);
     const auto docs = rendered_manifests(dir);
     const YAML::Node* extender = find(docs, "Deployment", "gpu-extender");
@@ -374,9 +385,7 @@ TEST_CASE("deploy: the DCGM overlay points the extender at Prometheus and grants
   CHECK((*role)["rules"][0]["verbs"][0].as<std::string>() == "get");
   // Bound to the service account the extender runs as, in its namespace.
   CHECK((*binding)["roleRef"]["name"].as<std::string>() == (*role)["metadata"]["name"].as<std::string>());
-  CHECK((*binding)["subjects"][0]["name"].as<std::string>() ==
-        (*extender)["spec"]["template"]["spec"]["serviceAccountName"].as<std::string>());
-  CHECK((*binding)["subjects"][0]["namespace"].as<std::string>() == (*extender)["metadata"]["namespace"].as<std::string>());
+  check_binds_service_account(*binding, *extender);
   // The real binary takes these args.
   std::vector<std::string> args{"--check-config"};
   for (const std::string& a : container_args(container))
@@ -384,6 +393,28 @@ TEST_CASE("deploy: the DCGM overlay points the extender at Prometheus and grants
   const auto dry_run = test_support::run_binary(args);
   INFO(dry_run.output);
   CHECK(dry_run.exit_code == 0);
+}
+
+TEST_CASE("deploy: the GPU-sharing overlay sends gpu-mem pods to the extender and lets it patch their annotations") {
+  const auto docs = rendered_manifests("overlays/gpu-share");
+  const YAML::Node* config_map = find(docs, "ConfigMap", "gpu-scheduler-config");
+  const YAML::Node* extender = find(docs, "Deployment", "gpu-extender");
+  const YAML::Node* role = find(docs, "ClusterRole", "gpu-extender-gpu-share");
+  const YAML::Node* binding = find(docs, "ClusterRoleBinding", "gpu-extender-gpu-share");
+  REQUIRE((config_map && extender && role && binding));
+  const YAML::Node config = YAML::Load((*config_map)["data"]["config.yaml"].as<std::string>());
+  bool managed = false;
+  for (const auto& r : config["extenders"][0]["managedResources"]) managed |= r["name"].as<std::string>() == "aliyun.com/gpu-mem";
+  CHECK(managed);
+  CHECK(config["extenders"][0]["bindVerb"].as<std::string>() == "bind");
+  // The policy the extender runs reads the same resource.
+  const YAML::Node* policy_map = find(docs, "ConfigMap", "gpu-extender-policy");
+  REQUIRE(policy_map);
+  const auto policy = gpu_extender::parse_policy((*policy_map)["data"]["policy.yaml"].as<std::string>(), "ConfigMap");
+  CHECK(policy.schema.resources.name(gpu_extender::ViewSchema::kSharedGpuMemory) == "aliyun.com/gpu-mem");
+  CHECK((*role)["rules"][0]["resources"][0].as<std::string>() == "pods");
+  CHECK((*role)["rules"][0]["verbs"][0].as<std::string>() == "patch");
+  check_binds_service_account(*binding, *extender);
 }
 
 TEST_CASE("deploy: the kube-prometheus-stack overlay labels the ServiceMonitor for the chart's selector") {

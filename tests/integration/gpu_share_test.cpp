@@ -120,6 +120,9 @@ TEST_CASE("share: the scheduler's cycle places shared pods on devices, and the d
     const json filtered = post_json(p, "/filter", args);
     REQUIRE(filtered["NodeNames"].size() == 2);
     const json scores = post_json(p, "/prioritize", args);
+    // Full mode (node objects in the body) gives the same answers as names mode.
+    const json full = {{"Pod", pod}, {"Nodes", {{"metadata", json::object()}, {"items", c.api.nodes()}}}, {"NodeNames", nullptr}};
+    CHECK(post_json(p, "/prioritize", full) == scores);
     // The best score; among equals the first name (the real scheduler picks at random).
     std::string best;
     int64_t top = -1;
@@ -133,6 +136,20 @@ TEST_CASE("share: the scheduler's cycle places shared pods on devices, and the d
     CHECK(annotation(bound, "ALIYUN_COM_GPU_MEM_ASSIGNED") == "false");
     placed.emplace_back(best, annotation(bound, "ALIYUN_COM_GPU_MEM_IDX"));
   }
+  // A pod larger than any GPU, and one no GPU has room for now: the same refusals in both modes.
+  for (const auto& [name, gib] : std::vector<std::pair<std::string, int>>{{"huge", 20}, {"wide", 15}, {"small", 4}}) {
+    const json pod = share_pod(name, gib);
+    const json names = post_json(p, "/filter", {{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", {"share-a", "share-b"}}});
+    const json full = post_json(
+        p, "/filter", {{"Pod", pod}, {"Nodes", {{"metadata", json::object()}, {"items", c.api.nodes()}}}, {"NodeNames", nullptr}});
+    CHECK(names["FailedNodes"] == full["FailedNodes"]);
+    CHECK(names["FailedAndUnresolvableNodes"] == full["FailedAndUnresolvableNodes"]);
+  }
+  // share-a's devices as the binds left them, in the refusal of a pod no device there has room for.
+  CHECK(post_json(p, "/filter", {{"Pod", share_pod("wide", 17)}, {"Nodes", nullptr}, {"NodeNames", {"share-a"}}})
+            ["FailedAndUnresolvableNodes"]["share-a"] == "pod requests 17 GiB of one GPU; the node's GPUs have 16 GiB each");
+  const json explained = post_json(p, "/explain", {{"Pod", share_pod("wide", 15)}, {"Nodes", nullptr}, {"NodeNames", {"share-a"}}});
+  CHECK(explained["nodes"][0]["facts"]["sharedGpus"]["value"] == "free 0/16, 4/16, 4/16, 16/16 GiB");
   CHECK(placed == std::vector<std::pair<std::string, std::string>>{
                       {"share-a", "0"}, {"share-a", "0"}, {"share-a", "1"}, {"share-a", "0"}, {"share-a", "2"}, {"share-b", "0"}});
 
@@ -167,6 +184,24 @@ TEST_CASE("share: concurrent binds to one node never overcommit a device, and a 
         "cannot bind pod ml/half-8 to share-a: no GPU there has 8 GiB free (free 0/16, 0/16, 0/16, 0/16 GiB)");
   CHECK(annotation(c.api.pod("ml", "half-8"), "ALIYUN_COM_GPU_MEM_IDX").empty());
   CHECK(c.api.pod("ml", "half-8")["spec"].value("nodeName", "").empty());
+
+  // Preemption for a pod wanting a whole 16 GiB GPU: evicting two pods frees one only if they share a
+  // device. The log says which device which victims free.
+  std::map<std::string, std::vector<std::string>> on_device;  // device -> UIDs
+  for (int i = 0; i < 8; ++i) {
+    const json pod = c.api.pod("ml", "half-" + std::to_string(i));
+    on_device[annotation(pod, "ALIYUN_COM_GPU_MEM_IDX")].push_back(pod["metadata"]["uid"]);
+  }
+  auto preempt = [&](const std::vector<std::string>& victims) {
+    json pods = json::array();
+    for (const auto& uid : victims) pods.push_back({{"UID", uid}});
+    const json args = {{"Pod", share_pod("whole", 16)},
+                       {"NodeNameToMetaVictims", {{"share-a", {{"Pods", pods}, {"NumPDBViolations", 0}}}}}};
+    return post_json(p, "/preempt", args)["NodeNameToMetaVictims"];
+  };
+  CHECK(preempt({on_device["0"][0], on_device["1"][0]}) == json::object());
+  CHECK(preempt(on_device["2"]).contains("share-a"));
+  CHECK(p.logged("detail=\"share-a: GPU 2 freed by " + on_device["2"][0] + "," + on_device["2"][1]));
 }
 
 TEST_CASE("share: a binding that fails releases the device and leaves no annotation claiming it") {

@@ -129,3 +129,45 @@ TEST_CASE("cluster view: the pending-pod table is pruned by age, and taken at bi
   CHECK(v.prune_pending(ClusterView::Clock::now() + 100ms) == 1);
   CHECK(v.stats().pending == 0);
 }
+
+TEST_CASE("cluster view: an event of the pod still unbound keeps its assumption, the bound one ends it") {
+  ClusterView v;
+  ResourceAmounts four;
+  four.set(ViewSchema::kGpuResource, 4000);
+  v.assume_pod("x", "n1", four);
+  v.upsert_pod(bound("x", "", 4, "Pending"));  // /bind's annotation patch, before the Binding
+  CHECK(gpus_on(v, "n1") == 4);
+  CHECK(v.stats().assumed == 1);
+  v.upsert_pod(bound("x", "n1", 4));
+  CHECK(gpus_on(v, "n1") == 4);
+  CHECK(v.stats().assumed == 0);
+}
+
+TEST_CASE("cluster view: shared GPU memory, free and fragmented for the pods pending") {
+  ClusterView v;
+  NodeView node;
+  node.name = "share";
+  node.allocatable.set(ViewSchema::kSharedGpuMemory, 64000);  // 4 GPUs of 16 GiB
+  node.allocatable.set(ViewSchema::kSharedGpuCount, 4000);
+  v.upsert_node(node);
+  auto on_device = [](std::string_view uid, int device, int gib) {
+    PodRequest p = bound(uid, "share", 0);
+    p.requests.set(ViewSchema::kSharedGpuMemory, gib * 1000LL);
+    p.requests.set(shared_gpu_device_slot(static_cast<size_t>(device)), gib * 1000LL);
+    return p;
+  };
+  v.upsert_pod(on_device("a", 0, 12));  // 4 free
+  v.upsert_pod(on_device("b", 1, 10));  // 6 free
+  v.upsert_pod(on_device("c", 2, 16));  // 0 free
+  ClusterView::SharedGpuStats s = v.shared_gpu_stats();
+  CHECK(s.devices == 4);
+  CHECK(s.free == 4 + 6 + 16);
+  CHECK(s.fragmented == 0);  // nobody waits
+  PodRequest waiting;
+  waiting.uid = "w";
+  waiting.requests.set(ViewSchema::kSharedGpuMemory, 5000);
+  v.remember_pending(waiting);
+  s = v.shared_gpu_stats();
+  CHECK(s.smallest_pending == 5);
+  CHECK(s.fragmented == 4);  // GPU 0's 4 GiB fits no pending pod; GPU 1's 6 does
+}
