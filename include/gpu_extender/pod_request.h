@@ -33,6 +33,8 @@ struct PodRequest {
   // GPU sharing: the device a bound pod's shared memory is on (gpushare's ALIYUN_COM_GPU_MEM_IDX).
   // Its memory is then also counted in requests' slot shared_gpu_device_slot(device).
   std::optional<int> shared_gpu_device;
+  // Pod deletion cost (deletion_cost.h): the annotation, and the companion saying the extender wrote it.
+  std::optional<std::string_view> deletion_cost, deletion_cost_written;
 
   ResourceAmounts requests;  // effective pod requests, milli-units
   // Set when an annotation the policy reads cannot be understood: every node refuses the pod with

@@ -29,6 +29,12 @@ enum class ScoreScaling {
   kProportional,  // best node 10, the others in proportion (kube-scheduler's NormalizeScore)
 };
 
+// Pod deletion costs (deletion_cost.h), kept with --deletion-costs.
+struct DeletionCostPolicy {
+  int buckets = 10;         // fullness 0..1 in this many steps; full is bucket `buckets`
+  int64_t max_cost = 1000;  // the cost of a pod on a full node; costs are bucket x max_cost / buckets
+};
+
 struct PolicyConfig {
   ViewSchema schema;
   std::vector<std::string> filters;
@@ -39,6 +45,7 @@ struct PolicyConfig {
   // GPU sharing: the unit of the shared GPU memory resource, as the device plugin reports it (GiB, or
   // MiB with its -memory-unit MiB). Amounts are counted as they are; the unit names them in messages.
   std::string shared_gpu_memory_unit = "GiB";
+  DeletionCostPolicy deletion_cost;
   std::string source;  // where it came from: a path, or "embedded default"
 };
 

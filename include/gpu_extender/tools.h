@@ -2,6 +2,7 @@
 // The command-line tools of the gpu-extender binary, besides serving:
 //   gpu-extender explain  ...   why each node won or lost for one pod
 //   gpu-extender simulate ...   place a list of pods one after another, before deploying
+//   gpu-extender costs    ...   the pod deletion cost each placed pod should have, and why
 // Each returns the process exit code; output goes to `out`, errors (naming the file and the field) to
 // `err`. Thread-safe: no shared state.
 #include <ostream>
@@ -12,5 +13,6 @@ namespace gpu_extender {
 
 int run_explain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_simulate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int run_costs(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace gpu_extender

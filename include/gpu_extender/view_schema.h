@@ -67,6 +67,9 @@ struct ViewSchema {
   // memory is on, and that memory, as the extender wrote them at bind.
   std::string pod_shared_gpu_index_annotation = "ALIYUN_COM_GPU_MEM_IDX";
   std::string pod_shared_gpu_memory_annotation = "ALIYUN_COM_GPU_MEM_POD";
+  // Pod deletion costs (fixed names, see deletion_cost.h).
+  std::string pod_deletion_cost_annotation = "controller.kubernetes.io/pod-deletion-cost";
+  std::string pod_deletion_cost_written_annotation = "gpu.nvidia.com/deletion-cost-written";
 };
 
 // "a", "a or b", "a, b or c": the labels of one fact, for messages.

@@ -47,6 +47,23 @@ class Reader {
     out = value.Scalar();
   }
 
+  // A whole number in [min, max] at map[key], when given.
+  template <typename Int>
+  void whole_number_at(const YAML::Node& map, const char* key, const std::string& where, Int& out, int64_t min,
+                       int64_t max) const {
+    const YAML::Node value = map[key];
+    if (!value) return;
+    const std::string field = where.empty() ? key : where + "." + key;
+    int64_t n = 0;
+    try {
+      n = value.as<int64_t>();
+    } catch (const YAML::Exception&) {
+      fail(field, "expected a whole number");
+    }
+    if (n < min || n > max) fail(field, "must be " + std::to_string(min) + ".." + std::to_string(max));
+    out = static_cast<Int>(n);
+  }
+
   // One label, or a list of labels in order of precedence (the first one a node carries is read).
   void labels_at(const YAML::Node& map, const char* key, const std::string& where, std::vector<std::string>& out) const {
     const YAML::Node value = map[key];
@@ -83,7 +100,7 @@ void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
   if (!root || root.IsNull()) return;
   in.only_keys(root, "",
                {"resources", "nodeLabels", "nodeAnnotations", "podAnnotations", "filters", "scorers", "scoreScaling",
-                "prometheus", "sharing"});
+                "prometheus", "sharing", "deletionCost"});
   ViewSchema& schema = config.schema;
   std::vector<std::string> names;  // the named roles: gpu, packed, shared memory, shared count
   for (size_t i = 0; i < ViewSchema::kFirstExcludedResource; ++i) names.push_back(schema.resources.name(i));
@@ -143,6 +160,12 @@ void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
     if (config.shared_gpu_memory_unit != "GiB" && config.shared_gpu_memory_unit != "MiB")
       in.fail("sharing.memoryUnit", "expected GiB or MiB, not \"" + config.shared_gpu_memory_unit + "\"");
   }
+  if (const YAML::Node n = root["deletionCost"]) {
+    in.only_keys(n, "deletionCost", {"buckets", "maxCost"});
+    // Costs are an int32 annotation: maxCost at most its limit; users' own costs keep the rest.
+    in.whole_number_at(n, "buckets", "deletionCost", config.deletion_cost.buckets, 1, 100);
+    in.whole_number_at(n, "maxCost", "deletionCost", config.deletion_cost.max_cost, 1, 2147483647);
+  }
   if (root["scoreScaling"]) {
     std::string scaling;
     in.string_at(root, "scoreScaling", "", scaling);
@@ -159,14 +182,7 @@ void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
       ScorerSpec spec;
       in.string_at(s[i], "name", where, spec.name);
       if (spec.name.empty()) in.fail(where + ".name", "missing");
-      if (const YAML::Node w = s[i]["weight"]) {
-        try {
-          spec.weight = w.as<int>();
-        } catch (const YAML::Exception&) {
-          in.fail(where + ".weight", "expected a whole number");
-        }
-        if (spec.weight < 0 || spec.weight > 100) in.fail(where + ".weight", "must be 0..100");
-      }
+      in.whole_number_at(s[i], "weight", where, spec.weight, 0, 100);
       config.scorers.push_back(spec);
     }
   }

@@ -1,4 +1,5 @@
 #include "gpu_extender/cli_options.h"
+#include "gpu_extender/name_list.h"
 #include "gpu_extender/memory_budget.h"
 
 #include <charconv>
@@ -24,6 +25,7 @@ std::string cli_usage() {
        gpu-extender explain [flags]    why each node passes or fails for one pod, how it scores
                                        (from the live cluster with --kubeconfig and --pod NS/NAME)
        gpu-extender simulate [flags]   place pods one after another on a cluster from files
+       gpu-extender costs [flags]      the pod deletion cost each placed pod should have, and why
        gpu-extender COMMAND --help     a command's own flags
 
 A GPU-aware kube-scheduler extender: POST /filter, /prioritize, /bind, /preempt.
@@ -131,15 +133,9 @@ CliParse parse_cli(const std::vector<std::string>& args) {
        [&](const std::string& v) { return parse_number(v, o.prometheus_stale_seconds, 1, 86400); }},
       {"--scheduler-name",
        [&](const std::string& v) {
-         o.scheduler_names.clear();
-         size_t start = 0;
-         while (start <= v.size()) {
-           const size_t comma = std::min(v.find(',', start), v.size());
-           if (comma == start) return false;  // an empty name
-           o.scheduler_names.push_back(v.substr(start, comma - start));
-           start = comma + 1;
-         }
-         return true;
+         auto names = split_names(v);
+         if (names) o.scheduler_names = std::move(*names);
+         return names.has_value();
        }},
       {"--read-timeout-seconds", [&](const std::string& v) { return parse_number(v, o.read_timeout_seconds, 1, 600); }},
       {"--header-timeout-seconds", [&](const std::string& v) { return parse_number(v, o.header_timeout_seconds, 1, 600); }},

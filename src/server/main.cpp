@@ -39,6 +39,8 @@ int main(int argc, char** argv) {
     return run_explain(std::vector<std::string>(argv + 2, argv + argc), std::cout, std::cerr);
   if (argc > 1 && std::string(argv[1]) == "simulate")
     return run_simulate(std::vector<std::string>(argv + 2, argv + argc), std::cout, std::cerr);
+  if (argc > 1 && std::string(argv[1]) == "costs")
+    return run_costs(std::vector<std::string>(argv + 2, argv + argc), std::cout, std::cerr);
   const CliParse parsed = parse_cli(std::vector<std::string>(argv + 1, argv + argc));
   if (!parsed.options) {
     std::cerr << "gpu-extender: " << parsed.error << "\n";

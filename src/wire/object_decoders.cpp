@@ -157,18 +157,21 @@ void decode_pod_metadata(od::value metadata, const ViewSchema& schema, PodReques
     } else if (equals_ignore_case(key, "annotations")) {
       od::value annotations = take(f.value(), "annotations", "an object");
       if (take_null(annotations, "annotations")) continue;
-      std::array<std::optional<std::string_view>, 6> values;
+      std::array<std::optional<std::string_view>, 8> values;
       try {
-        decode_string_map<6>(annotations,
+        decode_string_map<8>(annotations,
                              {&schema.pod_gpu_model_annotation, &schema.pod_gpu_memory_annotation,
                               &schema.pod_gpu_family_annotation, &schema.pod_placement_annotation,
-                              &schema.pod_shared_gpu_index_annotation, &schema.pod_shared_gpu_memory_annotation},
+                              &schema.pod_shared_gpu_index_annotation, &schema.pod_shared_gpu_memory_annotation,
+                              &schema.pod_deletion_cost_annotation, &schema.pod_deletion_cost_written_annotation},
                              values);
       } catch (DecodeError& e) {
         throw e.within("annotations");
       }
       out.gpu_model = values[0];
       out.gpu_family = values[2];
+      out.deletion_cost = values[6];
+      out.deletion_cost_written = values[7];
       if (values[1]) {
         // Any user can write any annotation: a bad one makes this pod unschedulable with a reason
         // (Policy::filter), never the request, the pod list or the watch fail.
