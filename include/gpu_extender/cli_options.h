@@ -50,6 +50,14 @@ struct CliOptions {
   std::string prometheus_ca_file;
   int prometheus_period_seconds = 15;
   int prometheus_stale_seconds = 0;  // 0: two periods
+  // Pod deletion costs (deletion_cost.h), kept by the replica holding the lease.
+  bool deletion_costs = false;
+  double deletion_cost_qps = 5;
+  int leader_elect_lease_duration_seconds = 15;
+  int leader_elect_renew_deadline_seconds = 10;
+  int leader_elect_retry_period_seconds = 2;
+  std::string leader_elect_namespace;  // empty: the pod's own (POD_NAMESPACE, else the service account's)
+  std::string leader_elect_lease_name = "gpu-extender-deletion-costs";
   // HTTPS for the extender verbs (kube-scheduler's tlsConfig); a client CA makes it mutual TLS.
   std::string tls_cert_file;
   std::string tls_key_file;

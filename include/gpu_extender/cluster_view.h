@@ -8,11 +8,13 @@
 #include <atomic>
 #include <cstdint>
 #include <chrono>
+#include <functional>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "gpu_extender/deletion_cost.h"
 #include "gpu_extender/node_source.h"
 #include "gpu_extender/node_name_index.h"
 #include "gpu_extender/pod_request.h"
@@ -55,6 +57,7 @@ class ClusterView final : public UsageSource, public NodeSource {
     std::string uid;
     std::string node;
     ResourceAmounts requests;
+    std::shared_ptr<const CostedPod> costed;  // for pod deletion costs; null when costs do not follow it
   };
   void replace_pods(const std::vector<BoundPod>& pods);
   void mark_nodes_synced();
@@ -96,6 +99,11 @@ class ClusterView final : public UsageSource, public NodeSource {
   // free memory, and the part of it that is fragmented: free on devices where it is less than the
   // smallest shared request of the pods pending (seen in /filter, not bound), so no pending pod fits
   // there. Nothing is fragmented while no shared pod is pending.
+  // Pod deletion costs: calls `visit` for every bound pod costs follow, with its node and the node's
+  // usage, under the view's read lock (keep it short: decide, do not call the API).
+  void visit_costed_pods(
+      const std::function<void(const CostedPod&, const NodeView&, const ResourceAmounts&)>& visit) const;
+
   struct SharedGpuStats {
     int64_t devices = 0, free = 0, fragmented = 0;
     int64_t smallest_pending = 0;  // 0: no pending pod asks shared memory
@@ -107,6 +115,7 @@ class ClusterView final : public UsageSource, public NodeSource {
   struct PodEntry {
     std::string node;
     ResourceAmounts requests;
+    std::shared_ptr<const CostedPod> costed;
   };
   struct Assumed {
     std::string node;

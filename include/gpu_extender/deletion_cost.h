@@ -8,12 +8,14 @@
 // when its bucket changes. The extender marks the costs it writes with a companion annotation and
 // never touches a cost it did not write. Thread-safe: pure functions.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "gpu_extender/node_view.h"
+#include "gpu_extender/pod_request.h"
 #include "gpu_extender/policy_config.h"
 
 namespace gpu_extender {
@@ -48,6 +50,10 @@ struct CostedPod {
   ResourceAmounts requests;
   std::optional<std::string> current, written;  // the cost annotation and its companion
 };
+
+// What the cost keeper needs of a bound pod; null when the pod uses none of the resources costs follow
+// (GPUs, the packed resource, shared GPU memory), so the view keeps nothing more for it.
+std::shared_ptr<const CostedPod> costed_pod_of(const PodRequest& pod);
 
 // Whether the extender keeps this pod's cost: a pod of one of `schedulers` ("" counts as
 // default-scheduler, as the API server defaults it).

@@ -4,20 +4,41 @@
 // expired pod assumptions and logs when the view goes stale.
 //
 // Thread-safe: start() and stop() from the main thread; the rest is read by request threads.
+#include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "gpu_extender/binder.h"
 #include "gpu_extender/cluster_view.h"
 #include "gpu_extender/kube_config.h"
+#include "gpu_extender/policy.h"
 
 namespace gpu_extender {
 
 namespace kube {
 class ApiClient;
 class Reflector;
+class LeaseElector;
+class DeletionCostKeeper;
 }  // namespace kube
+
+// Pod deletion costs (--deletion-costs): the Lease that elects the one writer, and the writer's pace.
+struct DeletionCostSettings {
+  std::string lease_namespace, lease_name, identity;
+  std::chrono::milliseconds lease_duration{15000}, renew_deadline{10000}, retry_period{2000};
+  double qps = 5;
+  std::vector<std::string> scheduler_names;
+};
+
+struct DeletionCostStats {
+  bool leader = false;
+  uint64_t written = 0, failed = 0;
+  std::map<int, size_t> pods_by_bucket;
+  size_t user_owned = 0;
+};
 
 // Counts of one reflector (list+watch of one resource), read at scrape time.
 struct WatchCounts {
@@ -44,12 +65,17 @@ class KubeConnection {
   const ApiEndpoint& endpoint() const;
   // Counters of the two reflectors, for /metrics.
   std::vector<WatchCounts> watch_counts() const;
+  // Keep pod deletion costs, once started, with the policy `policy()` returns at each pass. Before start().
+  void keep_deletion_costs(const DeletionCostSettings& settings, std::function<std::shared_ptr<const Policy>()> policy);
+  std::optional<DeletionCostStats> deletion_cost_stats() const;  // nullopt when costs are not kept
 
  private:
   std::shared_ptr<kube::ApiClient> api_;
   std::shared_ptr<ClusterView> view_;
   std::shared_ptr<Binder> binder_;
   std::vector<std::unique_ptr<kube::Reflector>> reflectors_;
+  std::unique_ptr<kube::LeaseElector> elector_;
+  std::unique_ptr<kube::DeletionCostKeeper> cost_keeper_;
   std::vector<std::thread> threads_;
   KubeOptions options_;
   std::atomic<bool> stopping_{false};

@@ -42,6 +42,8 @@ class Metrics {
   void attach_cluster(std::shared_ptr<const ClusterView> view, std::function<std::vector<WatchCounts>()> watches);
   // gpu_extender_gpu_utilization_*: the age of the last good Prometheus answer, query errors, nodes.
   void attach_utilization(std::shared_ptr<const GpuUtilizationSource> source);
+  // gpu_extender_deletion_cost_*: leader or not, patches by outcome, pods by cost bucket.
+  void attach_deletion_costs(std::function<std::optional<DeletionCostStats>()> stats);
   // Server gauges; `counts` is called at each scrape, from the scraping thread.
   void attach_server(std::function<ServerCounts()> counts);
 

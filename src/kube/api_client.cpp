@@ -238,6 +238,12 @@ ApiResponse ApiClient::post(const std::string& path, const std::string& json, st
   });
 }
 
+ApiResponse ApiClient::put(const std::string& path, const std::string& json, std::chrono::milliseconds timeout) const {
+  return pooled(timeout, [&](httplib::ClientImpl& client) {
+    return client.Put(path.c_str(), httplib::Headers{{"Accept", "application/json"}}, json, "application/json");
+  });
+}
+
 ApiResponse ApiClient::merge_patch(const std::string& path, const std::string& json,
                                    std::chrono::milliseconds timeout) const {
   return pooled(timeout, [&](httplib::ClientImpl& client) {

@@ -45,6 +45,8 @@ class ApiClient {
 
   ApiResponse get(const std::string& path, std::chrono::milliseconds timeout) const;
   ApiResponse post(const std::string& path, const std::string& json, std::chrono::milliseconds timeout) const;
+  // Replaces an object (an update: metadata.resourceVersion in the body makes it conditional, 409 if stale).
+  ApiResponse put(const std::string& path, const std::string& json, std::chrono::milliseconds timeout) const;
   // A JSON merge patch (RFC 7386): the fields given are set, null ones removed.
   ApiResponse merge_patch(const std::string& path, const std::string& json, std::chrono::milliseconds timeout) const;
   // Streams a watch, calling on_line for each complete line. Returns when the server ends the stream,

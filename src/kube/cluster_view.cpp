@@ -106,7 +106,7 @@ void ClusterView::upsert_pod(const PodRequest& pod) {
     pods_.erase(it);
   }
   if (!pod.node_name.empty() && !pod.terminated()) {
-    PodEntry entry{std::string(pod.node_name), pod.requests};
+    PodEntry entry{std::string(pod.node_name), pod.requests, costed_pod_of(pod)};
     add_usage(entry.node, entry.requests, true);
     pods_.emplace(std::string(pod.uid), std::move(entry));
   }
@@ -144,7 +144,7 @@ void ClusterView::replace_pods(const std::vector<BoundPod>& pods) {
   }
   for (const BoundPod& pod : pods) {
     add_usage(pod.node, pod.requests, true);
-    pods_.emplace(pod.uid, PodEntry{pod.node, pod.requests});
+    pods_.emplace(pod.uid, PodEntry{pod.node, pod.requests, pod.costed});
   }
   // Assumed pods stay counted (the list may predate their binding), unless the list has them now.
   for (auto it = assumed_.begin(); it != assumed_.end();) {
@@ -278,6 +278,17 @@ std::optional<std::pair<std::string, ResourceAmounts>> ClusterView::pod_usage(st
   if (auto it = pods_.find(uid); it != pods_.end()) return std::make_pair(it->second.node, it->second.requests);
   if (auto it = assumed_.find(uid); it != assumed_.end()) return std::make_pair(it->second.node, it->second.requests);
   return std::nullopt;
+}
+
+void ClusterView::visit_costed_pods(
+    const std::function<void(const CostedPod&, const NodeView&, const ResourceAmounts&)>& visit) const {
+  std::shared_lock lock(mutex_);
+  for (const auto& [uid, pod] : pods_) {
+    if (!pod.costed) continue;
+    auto node = nodes_.find(pod.node);
+    if (node == nodes_.end() || !node->second.node) continue;
+    visit(*pod.costed, node->second.node->view(), node->second.used);
+  }
 }
 
 ClusterView::SharedGpuStats ClusterView::shared_gpu_stats() const {

@@ -4,6 +4,8 @@
 
 #include "api_binder.h"
 #include "api_client.h"
+#include "deletion_cost_keeper.h"
+#include "lease_elector.h"
 #include "reflector.h"
 
 namespace gpu_extender {
@@ -35,6 +37,8 @@ std::vector<WatchCounts> KubeConnection::watch_counts() const {
 
 void KubeConnection::start() {
   for (auto& reflector : reflectors_) threads_.emplace_back([r = reflector.get()] { r->run(); });
+  if (elector_) elector_->start();
+  if (cost_keeper_) cost_keeper_->start();
   threads_.emplace_back([this] {
     bool stale_logged = false;
     while (!stopping_) {
@@ -55,8 +59,32 @@ void KubeConnection::start() {
   });
 }
 
+void KubeConnection::keep_deletion_costs(const DeletionCostSettings& settings,
+                                         std::function<std::shared_ptr<const Policy>()> policy) {
+  kube::LeaseConfig lease{settings.lease_namespace, settings.lease_name, settings.identity,
+                          settings.lease_duration, settings.renew_deadline, settings.retry_period};
+  elector_ = std::make_unique<kube::LeaseElector>(api_, lease, [name = settings.lease_name](bool leader) {
+    spdlog::info("deletion costs: {} lease {}", leader ? "holding" : "no longer holding", name);
+  });
+  kube::DeletionCostOptions options;
+  options.qps = settings.qps;
+  options.scheduler_names = settings.scheduler_names;
+  cost_keeper_ = std::make_unique<kube::DeletionCostKeeper>(
+      view_, binder_, std::move(policy), [e = elector_.get()] { return e->leader(); }, options);
+}
+
+std::optional<DeletionCostStats> KubeConnection::deletion_cost_stats() const {
+  if (!cost_keeper_) return std::nullopt;
+  const kube::DeletionCostKeeper::Stats s = cost_keeper_->stats();
+  return DeletionCostStats{elector_->leader(), s.written, s.failed, s.pods_by_bucket, s.user_owned};
+}
+
 void KubeConnection::stop() {
   if (stopping_.exchange(true)) return;
+  // The writer stops first, then the lease is released (another replica takes over at once), while
+  // the API client still works.
+  if (cost_keeper_) cost_keeper_->stop();
+  if (elector_) elector_->stop(true);
   for (auto& reflector : reflectors_) reflector->stop();
   api_->cancel();
   for (auto& t : threads_)

@@ -34,6 +34,17 @@ CostAction deletion_cost_action(const std::optional<std::string_view>& current,
   return *current == std::to_string(desired) ? CostAction::kUpToDate : CostAction::kWrite;
 }
 
+std::shared_ptr<const CostedPod> costed_pod_of(const PodRequest& pod) {
+  if (pod.gpus_milli() <= 0 && !pod.wants_packed_resource() && !pod.wants_shared_gpu()) return nullptr;
+  auto own = [](const std::optional<std::string_view>& v) {
+    return v ? std::optional<std::string>(std::string(*v)) : std::nullopt;
+  };
+  return std::make_shared<const CostedPod>(CostedPod{std::string(pod.ns), std::string(pod.name), std::string(pod.uid),
+                                                     std::string(pod.node_name), std::string(pod.scheduler_name),
+                                                     pod.requests, own(pod.deletion_cost),
+                                                     own(pod.deletion_cost_written)});
+}
+
 bool keeps_cost_of(const CostedPod& pod, const std::vector<std::string>& schedulers) {
   const std::string scheduler = pod.scheduler_name.empty() ? "default-scheduler" : pod.scheduler_name;
   return std::find(schedulers.begin(), schedulers.end(), scheduler) != schedulers.end();

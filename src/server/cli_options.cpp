@@ -87,6 +87,16 @@ Flags:
   --prometheus-period-seconds N query every N s, off the request path (default 15)
   --prometheus-stale-seconds N  a node's value older than N s is stale: gpuIdle falls back to the
                          annotation, else GPUs in use (default two periods)
+  --deletion-costs       keep controller.kubernetes.io/pod-deletion-cost on the pods this extender
+                         places, rising with how full their node is (the policy's deletionCost),
+                         so scale-down empties nodes; one replica writes, elected on a Lease, with:
+  --deletion-cost-qps N  at most N pod patches a second (default 5)
+  --leader-elect-lease-duration-seconds N  a lease not renewed for N s may be taken (default 15)
+  --leader-elect-renew-deadline-seconds N  the leader stops writing when it could not renew for
+                         N s (default 10)
+  --leader-elect-retry-period-seconds N    renew, or try to acquire, every N s (default 2)
+  --leader-elect-namespace NS  the Lease's namespace (default: the pod's own)
+  --leader-elect-lease-name NAME  (default gpu-extender-deletion-costs)
   --tls-cert-file FILE   serve HTTPS with this certificate (PEM), with:
   --tls-key-file FILE      its private key (PEM)
   --tls-client-ca-file FILE  answer only clients with a certificate from this CA (mutual TLS)
@@ -151,9 +161,19 @@ CliParse parse_cli(const std::vector<std::string>& args) {
       {"--tls-key-file", [&](const std::string& v) { o.tls_key_file = v; return !v.empty(); }},
       {"--tls-client-ca-file", [&](const std::string& v) { o.tls_client_ca_file = v; return !v.empty(); }},
       {"--assume-ttl-seconds", [&](const std::string& v) { return parse_number(v, o.assume_ttl_seconds, 1, 3600); }},
+      {"--deletion-cost-qps", [&](const std::string& v) { return parse_number(v, o.deletion_cost_qps, 0.1, 1000.0); }},
+      {"--leader-elect-lease-duration-seconds",
+       [&](const std::string& v) { return parse_number(v, o.leader_elect_lease_duration_seconds, 1, 3600); }},
+      {"--leader-elect-renew-deadline-seconds",
+       [&](const std::string& v) { return parse_number(v, o.leader_elect_renew_deadline_seconds, 1, 3600); }},
+      {"--leader-elect-retry-period-seconds",
+       [&](const std::string& v) { return parse_number(v, o.leader_elect_retry_period_seconds, 1, 600); }},
+      {"--leader-elect-namespace", [&](const std::string& v) { o.leader_elect_namespace = v; return !v.empty(); }},
+      {"--leader-elect-lease-name", [&](const std::string& v) { o.leader_elect_lease_name = v; return !v.empty(); }},
   };
   const std::map<std::string, bool*> switches = {
       {"--check-config", &o.check_config},
+      {"--deletion-costs", &o.deletion_costs},
       {"--kube-insecure-skip-tls-verify", &o.kube_insecure_skip_tls_verify},
       {"--kube-allow-token-over-http", &o.kube_allow_token_over_http}, {"--help", &o.help}, {"-h", &o.help}, {"--version", &o.version}};
 
@@ -184,6 +204,12 @@ CliParse parse_cli(const std::vector<std::string>& args) {
                               ": it needs at least " + std::to_string(MemoryBudget::kBytesPerBodyByte) + " times as much"};
   if (!o.tls_client_ca_file.empty() && o.tls_cert_file.empty())
     return {std::nullopt, "--tls-client-ca-file needs --tls-cert-file and --tls-key-file"};
+  // As client-go requires: a leader gives up before another may take the lease, and tries to renew
+  // more than once before it gives up.
+  if (o.leader_elect_lease_duration_seconds <= o.leader_elect_renew_deadline_seconds ||
+      o.leader_elect_renew_deadline_seconds <= o.leader_elect_retry_period_seconds)
+    return {std::nullopt, "--leader-elect-lease-duration-seconds must exceed --leader-elect-renew-deadline-seconds, "
+                          "which must exceed --leader-elect-retry-period-seconds"};
   return {o, {}};
 }
 

@@ -4,8 +4,12 @@
 #include <malloc.h>
 
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <pthread.h>
+#include <random>
 #include <thread>
 #include <unistd.h>
 
@@ -30,6 +34,33 @@ std::shared_ptr<const Policy> load_policy(const CliOptions& options) {
 std::optional<ApiEndpoint> api_endpoint(const CliOptions& o) {
   return resolve_endpoint(KubeFlags{o.kubeconfig, o.kube_api_server, o.kube_token_file, o.kube_ca_file,
                                     o.kube_insecure_skip_tls_verify, o.kube_allow_token_over_http});
+}
+
+// The Lease in the pod's own namespace (the downward API's POD_NAMESPACE, else the service account's),
+// held under a name unique to this process: the pod's name and a random suffix, as client-go does.
+DeletionCostSettings deletion_cost_settings(const CliOptions& o) {
+  DeletionCostSettings s;
+  s.lease_namespace = o.leader_elect_namespace;
+  if (s.lease_namespace.empty())
+    if (const char* ns = std::getenv("POD_NAMESPACE")) s.lease_namespace = ns;
+  if (s.lease_namespace.empty()) {
+    std::ifstream file("/var/run/secrets/kubernetes.io/serviceaccount/namespace");
+    std::getline(file, s.lease_namespace);
+  }
+  if (s.lease_namespace.empty()) s.lease_namespace = "gpu-extender";
+  s.lease_name = o.leader_elect_lease_name;
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::random_device random;
+  char suffix[16];
+  std::snprintf(suffix, sizeof suffix, "_%08x", random());
+  s.identity = std::string(host) + suffix;
+  s.lease_duration = std::chrono::seconds(o.leader_elect_lease_duration_seconds);
+  s.renew_deadline = std::chrono::seconds(o.leader_elect_renew_deadline_seconds);
+  s.retry_period = std::chrono::seconds(o.leader_elect_retry_period_seconds);
+  s.qps = o.deletion_cost_qps;
+  s.scheduler_names = o.scheduler_names;
+  return s;
 }
 
 }  // namespace
@@ -122,12 +153,22 @@ int main(int argc, char** argv) {
                policy.config().scorers.size());
   auto service = std::make_shared<const ExtenderService>(parts);
   *current_service = service;
+  if (options.deletion_costs) {
+    if (!kube) {
+      std::cerr << "gpu-extender: --deletion-costs needs Kubernetes API access (it watches and patches pods)\n";
+      return 2;
+    }
+    kube->keep_deletion_costs(deletion_cost_settings(options), [s = service] { return s->policy(); });
+    spdlog::info("deletion costs: kept by the holder of lease {}, at most {} patches/s",
+                 options.leader_elect_lease_name, options.deletion_cost_qps);
+  }
   std::unique_ptr<HttpService> http;
   std::shared_ptr<Metrics> metrics;
   try {
     metrics = std::make_shared<Metrics>();
     if (kube) metrics->attach_cluster(kube->view(), [k = kube.get()] { return k->watch_counts(); });
     if (utilization) metrics->attach_utilization(utilization);
+    if (kube) metrics->attach_deletion_costs([k = kube.get()] { return k->deletion_cost_stats(); });
     http = std::make_unique<HttpService>(service, options, metrics);
   } catch (const std::exception& e) {
     std::cerr << "gpu-extender: " << e.what() << "\n";

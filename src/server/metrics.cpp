@@ -173,6 +173,7 @@ struct Metrics::Impl {
   std::map<std::string, PerVerb, std::less<>> verbs;
   std::shared_ptr<ClusterCollector> cluster;
   std::shared_ptr<UtilizationCollector> utilization;
+  std::function<std::optional<DeletionCostStats>()> deletion_costs;
   std::function<ServerCounts()> server;
   std::shared_ptr<ProcessCollector> process = std::make_shared<ProcessCollector>();
 };
@@ -271,6 +272,45 @@ void Metrics::attach_utilization(std::shared_ptr<const GpuUtilizationSource> sou
   impl_->utilization = std::make_shared<UtilizationCollector>(std::move(source));
 }
 
+void Metrics::attach_deletion_costs(std::function<std::optional<DeletionCostStats>()> stats) {
+  impl_->deletion_costs = std::move(stats);
+}
+
+namespace {
+std::vector<MetricFamily> deletion_cost_families(const DeletionCostStats& s) {
+  auto one = [](const char* name, const char* help, MetricType type, double value,
+                std::vector<prometheus::ClientMetric::Label> labels = {}) {
+    prometheus::ClientMetric m;
+    m.label = std::move(labels);
+    if (type == MetricType::Counter) m.counter.value = value;
+    else m.gauge.value = value;
+    return std::make_pair(MetricFamily{name, help, type, {}}, m);
+  };
+  std::vector<MetricFamily> out;
+  auto [leader, l] = one("gpu_extender_deletion_cost_leader", "1 while this replica holds the Lease and writes pod deletion costs.",
+                         MetricType::Gauge, s.leader ? 1 : 0);
+  leader.metric.push_back(l);
+  out.push_back(leader);
+  MetricFamily patches{"gpu_extender_deletion_cost_patches_total", "Pod deletion cost patches by outcome.",
+                       MetricType::Counter, {}};
+  for (const auto& [outcome, n] : {std::pair<const char*, uint64_t>{"written", s.written}, {"failed", s.failed}})
+    patches.metric.push_back(one("", "", MetricType::Counter, static_cast<double>(n), {{"outcome", outcome}}).second);
+  out.push_back(patches);
+  MetricFamily pods{"gpu_extender_deletion_cost_pods",
+                    "Pods whose deletion cost this extender keeps, by cost bucket (0: emptiest nodes), as of the last pass.",
+                    MetricType::Gauge, {}};
+  for (const auto& [bucket, n] : s.pods_by_bucket)
+    pods.metric.push_back(one("", "", MetricType::Gauge, static_cast<double>(n), {{"bucket", std::to_string(bucket)}}).second);
+  out.push_back(pods);
+  auto [owned, o] = one("gpu_extender_deletion_cost_user_owned_pods",
+                        "Pods this extender places whose deletion cost someone else set: left alone.", MetricType::Gauge,
+                        static_cast<double>(s.user_owned));
+  owned.metric.push_back(o);
+  out.push_back(owned);
+  return out;
+}
+}  // namespace
+
 std::string Metrics::render() const {
   std::vector<MetricFamily> families = impl_->registry->Collect();
   for (auto& f : impl_->process->Collect()) families.push_back(std::move(f));
@@ -280,6 +320,9 @@ std::string Metrics::render() const {
     for (auto& f : impl_->utilization->Collect()) families.push_back(std::move(f));
   if (impl_->server)
     for (auto& f : server_families(impl_->server())) families.push_back(std::move(f));
+  if (impl_->deletion_costs)
+    if (const auto stats = impl_->deletion_costs())
+      for (auto& f : deletion_cost_families(*stats)) families.push_back(std::move(f));
   return prometheus::TextSerializer().Serialize(families);
 }
 

@@ -55,12 +55,9 @@ int run_costs(const std::vector<std::string>& args, std::ostream& out, std::ostr
     bool first = true;
     for (const PodRequest& p : pods) {
       if (p.node_name.empty() || p.terminated()) continue;
-      auto own = [](const std::optional<std::string_view>& v) {
-        return v ? std::optional<std::string>(std::string(*v)) : std::nullopt;
-      };
-      const CostedPod pod{std::string(p.ns), std::string(p.name), std::string(p.uid), std::string(p.node_name),
-                          std::string(p.scheduler_name), p.requests, own(p.deletion_cost), own(p.deletion_cost_written)};
-      if (!keeps_cost_of(pod, *schedulers)) continue;
+      const auto costed = costed_pod_of(p);
+      if (!costed || !keeps_cost_of(*costed, *schedulers)) continue;
+      const CostedPod& pod = *costed;
       const NodeView* node = nullptr;
       for (const NodeView& n : nodes)
         if (n.name == pod.node) node = &n;

@@ -292,7 +292,7 @@ TEST_CASE("deploy: the image is named in one place, manifests/kustomization.yaml
   const YAML::Node image = kustomization["images"][0];
   const std::string expected = image["newName"].as<std::string>() + ":" + image["newTag"].as<std::string>();
   CHECK(expected.find('/') != std::string::npos);  // a registry path, never a bare name Docker Hub would resolve
-  for (const char* dir : {"manifests", "overlays/https", "overlays/gke", "overlays/dcgm-prometheus", "overlays/gpu-share"}) {
+  for (const char* dir : {"manifests", "overlays/https", "overlays/gke", "overlays/dcgm-prometheus", "overlays/gpu-share", "overlays/deletion-costs"}) {
     INFO(dir);
     const auto docs = rendered_manifests(dir);
     const YAML::Node* extender = find(docs, "Deployment", "gpu-extender");
@@ -415,6 +415,40 @@ TEST_CASE("deploy: the GPU-sharing overlay sends gpu-mem pods to the extender an
   CHECK((*role)["rules"][0]["resources"][0].as<std::string>() == "pods");
   CHECK((*role)["rules"][0]["verbs"][0].as<std::string>() == "patch");
   check_binds_service_account(*binding, *extender);
+}
+
+TEST_CASE("deploy: the deletion-costs overlay turns the writer on, with its Lease in the extender's namespace") {
+  const auto docs = rendered_manifests("overlays/deletion-costs");
+  const YAML::Node* extender = find(docs, "Deployment", "gpu-extender");
+  const YAML::Node* patcher = find(docs, "ClusterRole", "gpu-extender-deletion-costs");
+  const YAML::Node* patcher_binding = find(docs, "ClusterRoleBinding", "gpu-extender-deletion-costs");
+  const YAML::Node* lease_role = find(docs, "Role", "gpu-extender-leader-election");
+  const YAML::Node* lease_binding = find(docs, "RoleBinding", "gpu-extender-leader-election");
+  REQUIRE((extender && patcher && patcher_binding && lease_role && lease_binding));
+  const YAML::Node container = extender_container(*extender);
+  const auto args = container_args(container);
+  CHECK(std::find(args.begin(), args.end(), "--deletion-costs") != args.end());
+  CHECK(container["env"][0]["name"].as<std::string>() == "POD_NAMESPACE");
+  CHECK(container["env"][0]["valueFrom"]["fieldRef"]["fieldPath"].as<std::string>() == "metadata.namespace");
+  CHECK((*patcher)["rules"][0]["verbs"][0].as<std::string>() == "patch");
+  check_binds_service_account(*patcher_binding, *extender);
+  // The Lease is in the extender's own namespace, which is where the Role grants it.
+  const std::string ns = (*extender)["metadata"]["namespace"].as<std::string>();
+  CHECK((*lease_role)["metadata"]["namespace"].as<std::string>() == ns);
+  CHECK((*lease_role)["rules"][0]["resources"][0].as<std::string>() == "leases");
+  std::set<std::string> verbs;
+  for (const auto& v : (*lease_role)["rules"][0]["verbs"]) verbs.insert(v.as<std::string>());
+  CHECK(verbs == std::set<std::string>{"get", "create", "update"});
+  check_binds_service_account(*lease_binding, *extender);
+  // The real binary takes these args (with an API server to talk to: the writer needs one).
+  test_support::FakeApiServer api;
+  std::vector<std::string> dry{"--check-config"};
+  for (const std::string& a : args)
+    if (a.rfind("--policy=", 0) != 0) dry.push_back(a);
+  for (const std::string& a : api.extender_args()) dry.push_back(a);
+  const auto dry_run = test_support::run_binary(dry);
+  INFO(dry_run.output);
+  CHECK(dry_run.exit_code == 0);
 }
 
 TEST_CASE("deploy: the kube-prometheus-stack overlay labels the ServiceMonitor for the chart's selector") {

@@ -99,6 +99,60 @@ FakeApiServer::FakeApiServer()
     if (!authorised(req, res)) return;
     patch_pod(req, res, req.matches[1].str(), req.matches[2].str());
   });
+  // Leases (coordination.k8s.io/v1): create, read, and updates conditional on resourceVersion.
+  const std::string leases = R"(/apis/coordination.k8s.io/v1/namespaces/([^/]+)/leases)";
+  server_.Get(leases + "/([^/]+)", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!authorised(req, res)) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = leases_.find(req.matches[1].str() + "/" + req.matches[2].str());
+    if (it == leases_.end()) {
+      res.status = 404;
+      res.set_content(status(404, "NotFound", "leases.coordination.k8s.io \"" + req.matches[2].str() + "\" not found").dump(),
+                      "application/json");
+      return;
+    }
+    res.set_content(it->second.dump(), "application/json");
+  });
+  server_.Post(leases, [this](const httplib::Request& req, httplib::Response& res) {
+    if (!authorised(req, res)) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    json lease = json::parse(req.body);
+    const std::string key = req.matches[1].str() + "/" + lease["metadata"]["name"].get<std::string>();
+    if (leases_.count(key)) {
+      res.status = 409;
+      res.set_content(status(409, "AlreadyExists", "leases.coordination.k8s.io already exists").dump(), "application/json");
+      return;
+    }
+    lease["metadata"]["resourceVersion"] = std::to_string(++rv_);
+    leases_[key] = lease;
+    ++lease_writes_;
+    res.status = 201;
+    res.set_content(lease.dump(), "application/json");
+  });
+  server_.Put(leases + "/([^/]+)", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!authorised(req, res)) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = leases_.find(req.matches[1].str() + "/" + req.matches[2].str());
+    if (it == leases_.end()) {
+      res.status = 404;
+      res.set_content(status(404, "NotFound", "lease not found").dump(), "application/json");
+      return;
+    }
+    json lease = json::parse(req.body);
+    if (lease["metadata"].value("resourceVersion", "") != it->second["metadata"]["resourceVersion"].get<std::string>()) {
+      res.status = 409;
+      res.set_content(status(409, "Conflict",
+                             "Operation cannot be fulfilled on leases.coordination.k8s.io \"" + req.matches[2].str() +
+                                 "\": the object has been modified; please apply your changes to the latest version and try again")
+                          .dump(),
+                      "application/json");
+      return;
+    }
+    lease["metadata"]["resourceVersion"] = std::to_string(++rv_);
+    it->second = lease;
+    ++lease_writes_;
+    res.set_content(lease.dump(), "application/json");
+  });
   port_ = server_.bind_to_any_port("127.0.0.1");
   if (port_ <= 0) throw std::runtime_error("fake API server cannot listen");
   thread_ = std::thread([this] { server_.listen_after_bind(); });
@@ -417,6 +471,12 @@ void FakeApiServer::fail_next_patches(int count, int status) {
   std::lock_guard<std::mutex> lock(mutex_);
   fail_patches_ = count;
   fail_patch_status_ = status;
+}
+
+json FakeApiServer::lease(const std::string& ns, const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = leases_.find(ns + "/" + name);
+  return it == leases_.end() ? json() : it->second;
 }
 
 int FakeApiServer::patches() const {

@@ -3,7 +3,8 @@
 // List objects with metadata.resourceVersion (paginated with limit/continue), newline-delimited
 // WatchEvent streams (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR), 410 Gone for a compacted
 // resourceVersion, GET of a pod, POST .../binding answering 201, 404 and 409 as the real one does, and
-// PATCH of a pod with a JSON merge patch (metadata.uid immutable, so a precondition).
+// PATCH of a pod with a JSON merge patch (metadata.uid immutable, so a precondition), and Leases
+// (create; update only from the current resourceVersion, else 409 Conflict).
 // Faults on demand: failing binds, dropped watch streams, ERROR events, slow answers.
 #include <httplib.h>
 
@@ -57,6 +58,7 @@ class FakeApiServer {
   void fail_next_binds(int count, int status);  // then behave normally
   void fail_next_patches(int count, int status);  // then behave normally
   int patches() const;                            // pod patches applied
+  json lease(const std::string& ns, const std::string& name) const;  // null when there is none
   void forbid_binds(bool forbid);               // 403
   void silent_binds(bool silent);               // bind without emitting a watch event
   void drop_watches();                          // end every open watch stream abruptly
@@ -103,6 +105,8 @@ class FakeApiServer {
   uint64_t compacted_rv_ = 0;
   std::map<std::string, json> nodes_;  // by name
   std::map<std::string, json> pods_;   // by ns/name
+  std::map<std::string, json> leases_;  // by ns/name
+  int lease_writes_ = 0;
   std::vector<Event> events_;
   std::set<std::string> tokens_{"test-token"};
   std::vector<std::string> seen_tokens_;

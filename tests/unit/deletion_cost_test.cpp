@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "gpu_extender/deletion_cost.h"
+#include "gpu_extender/rate_limiter.h"
 #include "gpu_extender/tools.h"
 #include "test_support.h"
 
@@ -127,4 +128,21 @@ TEST_CASE("deletion cost: a ReplicaSet scale-down empties more nodes with the co
             << " with costs\n";
   CHECK(with > without);
   CHECK(with == 4);
+}
+
+TEST_CASE("deletion cost: patches are paced by a token bucket of qps, with a burst of qps") {
+  RateLimiter limiter(2.0, 2.0);
+  const auto t0 = RateLimiter::Clock::now();
+  RateLimiter::Clock::duration wait{};
+  CHECK(limiter.try_take(t0, wait));
+  CHECK(limiter.try_take(t0, wait));  // the burst
+  CHECK_FALSE(limiter.try_take(t0, wait));
+  CHECK(std::chrono::duration<double>(wait).count() == Approx(0.5));
+  CHECK_FALSE(limiter.try_take(t0 + std::chrono::milliseconds(400), wait));
+  CHECK(limiter.try_take(t0 + std::chrono::milliseconds(500), wait));
+  // Over ten seconds, at most 2 a second (plus the burst) get through, however often one asks.
+  int taken = 0;
+  for (int ms = 0; ms <= 10000; ms += 10)
+    taken += limiter.try_take(t0 + std::chrono::milliseconds(500 + ms), wait) ? 1 : 0;
+  CHECK(taken == 20);
 }

@@ -58,7 +58,7 @@ TEST_CASE("cluster view: a relist replaces pods but keeps unconfirmed assumption
   ResourceAmounts one;
   one.set(ViewSchema::kGpuResource, 1000);
   v.assume_pod("new", "n1", one);
-  v.replace_pods({{"fresh", "n1", bound("fresh", "n1", 3).requests}});
+  v.replace_pods({{"fresh", "n1", bound("fresh", "n1", 3).requests, nullptr}});
   CHECK(gpus_on(v, "n1") == 4);  // fresh 3 + assumed 1; "old" is gone
   CHECK(v.pod_usage("fresh")->first == "n1");
   CHECK_FALSE(v.pod_usage("old").has_value());

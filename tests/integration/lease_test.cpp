@@ -1,0 +1,84 @@
+// Leader election on a Lease against the fake API server (conditional updates, 409 on a stale
+// resourceVersion): one leader at a time, release on stop, takeover after a holder stops renewing.
+#include <catch2/catch.hpp>
+
+#include "../unit/test_support.h"
+#include "fake_api_server.h"
+#include "kube/lease_elector.h"
+
+using namespace gpu_extender;
+using nlohmann::json;
+using test_support::eventually;
+using test_support::FakeApiServer;
+
+namespace {
+
+std::shared_ptr<kube::ApiClient> client_for(FakeApiServer& api) {
+  ApiEndpoint endpoint;
+  endpoint.server = api.url();
+  endpoint.token = "test-token";
+  endpoint.ca_pem = test_support::read_file(test_support::TestCertificate::get().cert_file);
+  return std::make_shared<kube::ApiClient>(endpoint);
+}
+
+kube::LeaseConfig fast(const std::string& identity) {
+  using std::chrono::milliseconds;
+  return {"gpu-extender", "gpu-extender-deletion-costs", identity, milliseconds(1500), milliseconds(1000),
+          milliseconds(100)};
+}
+
+}  // namespace
+
+TEST_CASE("lease: one leader at a time, released on stop, taken over by the other") {
+  FakeApiServer api;
+  std::atomic<int> changes{0};
+  kube::LeaseElector a(client_for(api), fast("replica-a"), [&](bool) { ++changes; });
+  kube::LeaseElector b(client_for(api), fast("replica-b"));
+  a.start();
+  REQUIRE(eventually([&] { return a.leader(); }));
+  b.start();
+  // b keeps trying for longer than a lease lasts: a renews, so b never leads.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2500);
+  while (std::chrono::steady_clock::now() < until) {
+    CHECK_FALSE((a.leader() && b.leader()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  CHECK(a.leader());
+  CHECK_FALSE(b.leader());
+  const json held = api.lease("gpu-extender", "gpu-extender-deletion-costs");
+  CHECK(held["spec"]["holderIdentity"] == "replica-a");
+  CHECK(held["spec"]["leaseDurationSeconds"] == 1);
+
+  // a stops and releases: b takes over without waiting for the lease to expire.
+  const auto released = std::chrono::steady_clock::now();
+  a.stop();
+  CHECK_FALSE(a.leader());
+  CHECK(changes == 2);  // gained, then lost
+  REQUIRE(eventually([&] { return b.leader(); }));
+  INFO("takeover after release in ms: "
+       << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - released).count());
+  const json taken = api.lease("gpu-extender", "gpu-extender-deletion-costs");
+  CHECK(taken["spec"]["holderIdentity"] == "replica-b");
+  CHECK(taken["spec"]["leaseTransitions"] == 0);  // the lease was free when b took it
+  b.stop();
+}
+
+TEST_CASE("lease: a holder that stops renewing (a crash) is taken over once the lease expires") {
+  FakeApiServer api;
+  kube::LeaseElector a(client_for(api), fast("replica-a"));
+  a.start();
+  REQUIRE(eventually([&] { return a.leader(); }));
+  a.stop(false);  // gone without releasing, as a killed process
+  const json before = api.lease("gpu-extender", "gpu-extender-deletion-costs");
+  REQUIRE(before["spec"]["holderIdentity"] == "replica-a");
+  kube::LeaseElector b(client_for(api), fast("replica-b"));
+  b.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  CHECK_FALSE(b.leader());  // within the lease's duration, a still holds it
+  REQUIRE(eventually([&] { return b.leader(); }));
+  const json after = api.lease("gpu-extender", "gpu-extender-deletion-costs");
+  CHECK(after["spec"]["holderIdentity"] == "replica-b");
+  CHECK(after["spec"]["leaseTransitions"] == 1);
+  CHECK(after["spec"]["acquireTime"] != before["spec"]["acquireTime"]);
+  b.stop();
+}
