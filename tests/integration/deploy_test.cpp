@@ -54,6 +54,18 @@ void check_binds_service_account(const YAML::Node& binding, const YAML::Node& de
   CHECK(binding["subjects"][0]["namespace"].as<std::string>() == deployment["metadata"]["namespace"].as<std::string>());
 }
 
+// The real binary takes a container's args (`--check-config` dry run), `extra` added. Its --policy is
+// dropped: the embedded policy is the ConfigMap's, which the tests check apart.
+void check_binary_accepts(const std::vector<std::string>& args, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> dry{"--check-config"};
+  for (const std::string& a : args)
+    if (a.rfind("--policy=", 0) != 0) dry.push_back(a);
+  dry.insert(dry.end(), extra.begin(), extra.end());
+  const auto dry_run = test_support::run_binary(dry);
+  INFO(dry_run.output);
+  CHECK(dry_run.exit_code == 0);
+}
+
 std::vector<std::string> container_args(const YAML::Node& container) {
   std::vector<std::string> args;
   for (const auto& a : container["args"]) args.push_back(a.as<std::string>());
@@ -343,16 +355,13 @@ TEST_CASE("deploy: the HTTPS overlay serves mutual TLS on its own Service port, 
 
   // The real binary takes these args (the Secret's files replaced by the test's certificate).
   const auto& cert = test_support::TestCertificate::get();
-  std::vector<std::string> args{"--check-config"};
+  std::vector<std::string> args;
   for (std::string a : container_args(container)) {
-    if (a.rfind("--policy=", 0) == 0) continue;  // the embedded policy is the ConfigMap's (checked above)
     if (a.rfind("--tls-cert-file=", 0) == 0 || a.rfind("--tls-client-ca-file=", 0) == 0) a = a.substr(0, a.find('=') + 1) + cert.cert_file;
     if (a.rfind("--tls-key-file=", 0) == 0) a = "--tls-key-file=" + cert.key_file;
     args.push_back(a);
   }
-  const auto dry_run = test_support::run_binary(args);
-  INFO(dry_run.output);
-  CHECK(dry_run.exit_code == 0);
+  check_binary_accepts(args);
 }
 
 TEST_CASE("deploy: the GKE overlay's quota admits the scheduler's priority class in its namespace") {
@@ -386,13 +395,7 @@ TEST_CASE("deploy: the DCGM overlay points the extender at Prometheus and grants
   // Bound to the service account the extender runs as, in its namespace.
   CHECK((*binding)["roleRef"]["name"].as<std::string>() == (*role)["metadata"]["name"].as<std::string>());
   check_binds_service_account(*binding, *extender);
-  // The real binary takes these args.
-  std::vector<std::string> args{"--check-config"};
-  for (const std::string& a : container_args(container))
-    if (a.rfind("--policy=", 0) != 0) args.push_back(a);
-  const auto dry_run = test_support::run_binary(args);
-  INFO(dry_run.output);
-  CHECK(dry_run.exit_code == 0);
+  check_binary_accepts(container_args(container));
 }
 
 TEST_CASE("deploy: the GPU-sharing overlay sends gpu-mem pods to the extender and lets it patch their annotations") {
@@ -440,15 +443,9 @@ TEST_CASE("deploy: the deletion-costs overlay turns the writer on, with its Leas
   for (const auto& v : (*lease_role)["rules"][0]["verbs"]) verbs.insert(v.as<std::string>());
   CHECK(verbs == std::set<std::string>{"get", "create", "update"});
   check_binds_service_account(*lease_binding, *extender);
-  // The real binary takes these args (with an API server to talk to: the writer needs one).
+  // With an API server to talk to: the writer needs one.
   test_support::FakeApiServer api;
-  std::vector<std::string> dry{"--check-config"};
-  for (const std::string& a : args)
-    if (a.rfind("--policy=", 0) != 0) dry.push_back(a);
-  for (const std::string& a : api.extender_args()) dry.push_back(a);
-  const auto dry_run = test_support::run_binary(dry);
-  INFO(dry_run.output);
-  CHECK(dry_run.exit_code == 0);
+  check_binary_accepts(args, api.extender_args());
 }
 
 TEST_CASE("deploy: the kube-prometheus-stack overlay labels the ServiceMonitor for the chart's selector") {
