@@ -99,6 +99,13 @@ class ClusterView final : public UsageSource, public NodeSource {
   // free memory, and the part of it that is fragmented: free on devices where it is less than the
   // smallest shared request of the pods pending (seen in /filter, not bound), so no pending pod fits
   // there. Nothing is fragmented while no shared pod is pending.
+  // Pod deletion costs: from now on, keep what costs need of the pods they follow (names, scheduler,
+  // the cost annotations). Off by default, so a view without the cost writer pays nothing for it.
+  void keep_cost_details() { keep_cost_details_ = true; }
+  // What to keep of `pod` for costs: null unless cost details are kept and costs follow the pod.
+  std::shared_ptr<const CostedPod> cost_details_of(const PodRequest& pod) const {
+    return keep_cost_details_ ? costed_pod_of(pod) : nullptr;
+  }
   // Pod deletion costs: calls `visit` for every bound pod costs follow, with its node and the node's
   // usage, under the view's read lock (keep it short: decide, do not call the API).
   void visit_costed_pods(
@@ -156,6 +163,7 @@ class ClusterView final : public UsageSource, public NodeSource {
   std::chrono::milliseconds assume_ttl_;
   std::chrono::milliseconds pending_ttl_;
   std::atomic<bool> nodes_synced_{false}, pods_synced_{false};
+  std::atomic<bool> keep_cost_details_{false};
   NodeNameIndex index_;  // the names of nodes_, for lookup()
   std::vector<SlotState> slot_states_;
   bool names_changed_ = false;             // an entry was added or erased since index_ was built

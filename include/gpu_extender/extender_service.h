@@ -107,9 +107,10 @@ class ExtenderService {
   // The checks and bookkeeping of /bind around the API call; "" when bound.
   std::string bind_pod(const BindingArgs& args, VerbSummary& summary) const;
   // GPU sharing (shared_gpu_binding.cpp): chooses the device for the pod's shared memory on args.node
-  // and counts the pod there at once; the annotations that tell the device plugin. "" or why not.
-  std::string assume_on_shared_gpu(const BindingArgs& args, const PendingPod& pod,
-                                   Binder::Annotations& annotations) const;
+  // and counts the pod there at once; the device, and the annotations that tell the device plugin.
+  // "" or why not.
+  std::string assume_on_shared_gpu(const BindingArgs& args, const PendingPod& pod, Binder::Annotations& annotations,
+                                   int& device) const;
   // The binding failed: removes the device annotations, so that they claim nothing.
   void withdraw_shared_gpu(const BindingArgs& args) const;
   int filter(Workspace& ws, VerbSummary& summary) const;

@@ -106,7 +106,7 @@ void ClusterView::upsert_pod(const PodRequest& pod) {
     pods_.erase(it);
   }
   if (!pod.node_name.empty() && !pod.terminated()) {
-    PodEntry entry{std::string(pod.node_name), pod.requests, costed_pod_of(pod)};
+    PodEntry entry{std::string(pod.node_name), pod.requests, cost_details_of(pod)};
     add_usage(entry.node, entry.requests, true);
     pods_.emplace(std::string(pod.uid), std::move(entry));
   }

@@ -61,6 +61,7 @@ void KubeConnection::start() {
 
 void KubeConnection::keep_deletion_costs(const DeletionCostSettings& settings,
                                          std::function<std::shared_ptr<const Policy>()> policy) {
+  view_->keep_cost_details();
   kube::LeaseConfig lease{settings.lease_namespace, settings.lease_name, settings.identity,
                           settings.lease_duration, settings.renew_deadline, settings.retry_period};
   elector_ = std::make_unique<kube::LeaseElector>(api_, lease, [name = settings.lease_name](bool leader) {

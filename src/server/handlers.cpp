@@ -354,10 +354,11 @@ std::string ExtenderService::bind_pod(const BindingArgs& args, VerbSummary& summ
   const bool shares_gpu = refusal.empty() && !bound_already && pod->requests.has(ViewSchema::kSharedGpuMemory) &&
                           pod->requests.get(ViewSchema::kSharedGpuMemory) > 0;
   Binder::Annotations device;
+  int shared_gpu = -1;
   std::string error;
   if (shares_gpu && !parts_.cluster)
     error = "cannot bind pod " + label + ": sharing a GPU needs the extender's cluster view (Kubernetes API access)";
-  else if (shares_gpu) error = assume_on_shared_gpu(args, *pod, device);
+  else if (shares_gpu) error = assume_on_shared_gpu(args, *pod, device, shared_gpu);
   else if (refusal.empty() && !bound_already && parts_.cluster)
     parts_.cluster->assume_pod(args.pod_uid, args.node, pod->requests);
   tracker_.bind_arrived(args.pod_uid);
@@ -372,8 +373,8 @@ std::string ExtenderService::bind_pod(const BindingArgs& args, VerbSummary& summ
   if (!error.empty() && parts_.cluster) parts_.cluster->release_assumed(args.pod_uid);
   if (!error.empty() && annotated) withdraw_shared_gpu(args);
   if (shares_gpu && error.empty()) {
-    summary.shared_gpu_device = std::stoi(*device[0].second);
-    summary.detail = "GPU " + *device[0].second + " of " + args.node;
+    summary.shared_gpu_device = shared_gpu;
+    summary.detail = "GPU " + std::to_string(shared_gpu) + " of " + args.node;
   }
   return error;
 }
@@ -431,7 +432,7 @@ int ExtenderService::preempt(Workspace& ws, VerbSummary& summary) const {
         }
         if (!frees) continue;
         input.used->subtract(*frees);
-        freed.emplace_back(victim.uid, *frees);
+        if (args.pod.wants_shared_gpu()) freed.emplace_back(victim.uid, *frees);  // for the log line below
       }
     }
     ws.policy->filter(args.pod, std::span<const NodeInput>(&input, 1), verdict);

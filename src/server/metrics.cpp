@@ -278,36 +278,29 @@ void Metrics::attach_deletion_costs(std::function<std::optional<DeletionCostStat
 
 namespace {
 std::vector<MetricFamily> deletion_cost_families(const DeletionCostStats& s) {
-  auto one = [](const char* name, const char* help, MetricType type, double value,
-                std::vector<prometheus::ClientMetric::Label> labels = {}) {
+  auto sample = [](MetricType type, double value, std::vector<prometheus::ClientMetric::Label> labels = {}) {
     prometheus::ClientMetric m;
     m.label = std::move(labels);
     if (type == MetricType::Counter) m.counter.value = value;
     else m.gauge.value = value;
-    return std::make_pair(MetricFamily{name, help, type, {}}, m);
+    return m;
   };
-  std::vector<MetricFamily> out;
-  auto [leader, l] = one("gpu_extender_deletion_cost_leader", "1 while this replica holds the Lease and writes pod deletion costs.",
-                         MetricType::Gauge, s.leader ? 1 : 0);
-  leader.metric.push_back(l);
-  out.push_back(leader);
+  MetricFamily leader{"gpu_extender_deletion_cost_leader",
+                      "1 while this replica holds the Lease and writes pod deletion costs.", MetricType::Gauge,
+                      {sample(MetricType::Gauge, s.leader ? 1 : 0)}};
   MetricFamily patches{"gpu_extender_deletion_cost_patches_total", "Pod deletion cost patches by outcome.",
-                       MetricType::Counter, {}};
-  for (const auto& [outcome, n] : {std::pair<const char*, uint64_t>{"written", s.written}, {"failed", s.failed}})
-    patches.metric.push_back(one("", "", MetricType::Counter, static_cast<double>(n), {{"outcome", outcome}}).second);
-  out.push_back(patches);
+                       MetricType::Counter,
+                       {sample(MetricType::Counter, static_cast<double>(s.written), {{"outcome", "written"}}),
+                        sample(MetricType::Counter, static_cast<double>(s.failed), {{"outcome", "failed"}})}};
   MetricFamily pods{"gpu_extender_deletion_cost_pods",
                     "Pods whose deletion cost this extender keeps, by cost bucket (0: emptiest nodes), as of the last pass.",
                     MetricType::Gauge, {}};
   for (const auto& [bucket, n] : s.pods_by_bucket)
-    pods.metric.push_back(one("", "", MetricType::Gauge, static_cast<double>(n), {{"bucket", std::to_string(bucket)}}).second);
-  out.push_back(pods);
-  auto [owned, o] = one("gpu_extender_deletion_cost_user_owned_pods",
-                        "Pods this extender places whose deletion cost someone else set: left alone.", MetricType::Gauge,
-                        static_cast<double>(s.user_owned));
-  owned.metric.push_back(o);
-  out.push_back(owned);
-  return out;
+    pods.metric.push_back(sample(MetricType::Gauge, static_cast<double>(n), {{"bucket", std::to_string(bucket)}}));
+  MetricFamily owned{"gpu_extender_deletion_cost_user_owned_pods",
+                     "Pods this extender places whose deletion cost someone else set: left alone.", MetricType::Gauge,
+                     {sample(MetricType::Gauge, static_cast<double>(s.user_owned))}};
+  return {leader, patches, pods, owned};
 }
 }  // namespace
 

@@ -9,6 +9,7 @@
 // watch: the pods' own annotations.
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <chrono>
 
 #include "gpu_extender/cluster_view.h"
@@ -18,15 +19,17 @@
 
 namespace gpu_extender {
 
-const std::vector<std::string>& shared_gpu_annotation_names() {
-  static const std::vector<std::string> names{"ALIYUN_COM_GPU_MEM_IDX", "ALIYUN_COM_GPU_MEM_DEV",
-                                              "ALIYUN_COM_GPU_MEM_POD", "ALIYUN_COM_GPU_MEM_ASSIGNED",
-                                              "ALIYUN_COM_GPU_MEM_ASSUME_TIME"};
-  return names;
+namespace {
+// gpushare's annotations, in the order /bind writes them: the device and the pod's memory (the two
+// the decoder reads back, named in the schema), the device's memory, assigned, assume time.
+std::array<std::string, 5> shared_gpu_annotation_names(const ViewSchema& schema) {
+  return {schema.pod_shared_gpu_index_annotation, "ALIYUN_COM_GPU_MEM_DEV", schema.pod_shared_gpu_memory_annotation,
+          "ALIYUN_COM_GPU_MEM_ASSIGNED", "ALIYUN_COM_GPU_MEM_ASSUME_TIME"};
 }
+}  // namespace
 
 std::string ExtenderService::assume_on_shared_gpu(const BindingArgs& args, const PendingPod& pod,
-                                                  Binder::Annotations& annotations) const {
+                                                  Binder::Annotations& annotations, int& device) const {
   const std::string label = args.pod_namespace + "/" + args.pod_name;
   const Policy& policy = *policy_.load();
   std::vector<std::shared_ptr<const CachedNode>> found;
@@ -38,7 +41,7 @@ std::string ExtenderService::assume_on_shared_gpu(const BindingArgs& args, const
   const NodeInput input(&found[0]->view(), parts_.cluster->used_on(args.node));
   const std::optional<SharedGpus> gpus = shared_gpus(input);
   ResourceAmounts held = pod.requests;
-  const int device = assign_shared_gpu(input, pod.placement, held);
+  device = assign_shared_gpu(input, pod.placement, held);
   const std::string& unit = policy.config().shared_gpu_memory_unit;
   if (device < 0)
     return "cannot bind pod " + label + " to " + args.node + ": no GPU there has " +
@@ -48,10 +51,10 @@ std::string ExtenderService::assume_on_shared_gpu(const BindingArgs& args, const
   const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();
-  const auto& names = shared_gpu_annotation_names();
+  const auto names = shared_gpu_annotation_names(policy.schema());
   const int64_t pod_units = milli_to_units_ceil(pod.requests.get(ViewSchema::kSharedGpuMemory));
-  const std::string values[] = {std::to_string(device), std::to_string(gpus->per_device), std::to_string(pod_units),
-                                "false", std::to_string(now_ns)};
+  const std::array<std::string, 5> values{std::to_string(device), std::to_string(gpus->per_device),
+                                          std::to_string(pod_units), "false", std::to_string(now_ns)};
   annotations.clear();
   for (size_t i = 0; i < names.size(); ++i) annotations.emplace_back(names[i], values[i]);
   return "";
@@ -59,7 +62,7 @@ std::string ExtenderService::assume_on_shared_gpu(const BindingArgs& args, const
 
 void ExtenderService::withdraw_shared_gpu(const BindingArgs& args) const {
   Binder::Annotations removal;
-  for (const auto& name : shared_gpu_annotation_names()) removal.emplace_back(name, std::nullopt);
+  for (const auto& name : shared_gpu_annotation_names(policy_.load()->schema())) removal.emplace_back(name, std::nullopt);
   const std::string error = parts_.binder->annotate(args.pod_namespace, args.pod_name, args.pod_uid, removal);
   if (!error.empty())
     spdlog::warn("pod {}/{}: its binding failed and its GPU device annotations could not be removed: {}",

@@ -2,6 +2,7 @@
 // cluster described by files (or what the running extender would write, given its nodes and pods).
 #include <cstdio>
 #include <iomanip>
+#include <unordered_map>
 
 #include "gpu_extender/deletion_cost.h"
 #include "gpu_extender/json_writer.h"
@@ -46,6 +47,8 @@ int run_costs(const std::vector<std::string>& args, std::ostream& out, std::ostr
     const std::vector<NodeView> nodes = tools::load_nodes(flags.get("--nodes"), config.schema, nodes_doc);
     const std::vector<PodRequest> pods = tools::load_pods(flags.get("--pods-snapshot"), config.schema, pods_doc);
     const UsageByNode usage = tools::load_usage(flags, config.schema).value_or(UsageByNode{});
+    std::unordered_map<std::string_view, const NodeView*> node_by_name;
+    for (const NodeView& n : nodes) node_by_name.emplace(n.name, &n);
 
     const bool json = flags.get("--format") == "json";
     std::string json_out = "[";
@@ -58,10 +61,9 @@ int run_costs(const std::vector<std::string>& args, std::ostream& out, std::ostr
       const auto costed = costed_pod_of(p);
       if (!costed || !keeps_cost_of(*costed, *schedulers)) continue;
       const CostedPod& pod = *costed;
-      const NodeView* node = nullptr;
-      for (const NodeView& n : nodes)
-        if (n.name == pod.node) node = &n;
-      if (!node) continue;
+      const auto found = node_by_name.find(pod.node);
+      if (found == node_by_name.end()) continue;
+      const NodeView* node = found->second;
       const auto used = usage.find(pod.node);
       const auto decision = decide_deletion_cost(pod, *node, used == usage.end() ? ResourceAmounts{} : used->second, config);
       if (!decision) continue;

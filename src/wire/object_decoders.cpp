@@ -141,6 +141,14 @@ void decode_containers(od::value list, const ViewSchema& schema, std::vector<Con
   }
 }
 
+// A whole number of at least 0, written plainly ("3"), as gpushare's annotations hold them.
+std::optional<int64_t> whole_number(std::string_view text) {
+  int64_t n = -1;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size() || n < 0) return std::nullopt;
+  return n;
+}
+
 // `shared_gpu_memory`: the pod's ALIYUN_COM_GPU_MEM_POD, in the shared memory's unit, when valid.
 void decode_pod_metadata(od::value metadata, const ViewSchema& schema, PodRequest& out,
                          std::optional<int64_t>& shared_gpu_memory) {
@@ -189,20 +197,10 @@ void decode_pod_metadata(od::value metadata, const ViewSchema& schema, PodReques
       // gpushare's device index and pod memory, as its extender (or this one) wrote them at bind. A
       // value that is not a device this extender tracks is ignored: the pod's memory then counts on
       // the node, not on a device.
-      if (values[4]) {
-        int device = -1;
-        const std::string_view text = *values[4];
-        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), device);
-        if (ec == std::errc() && end == text.data() + text.size() && device >= 0 &&
-            static_cast<size_t>(device) < kMaxSharedGpuDevices)
-          out.shared_gpu_device = device;
-      }
-      if (values[5]) {
-        int64_t units = -1;
-        const std::string_view text = *values[5];
-        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), units);
-        if (ec == std::errc() && end == text.data() + text.size() && units >= 0) shared_gpu_memory = units;
-      }
+      if (const auto device = values[4] ? whole_number(*values[4]) : std::nullopt;
+          device && static_cast<size_t>(*device) < kMaxSharedGpuDevices)
+        out.shared_gpu_device = static_cast<int>(*device);
+      if (values[5]) shared_gpu_memory = whole_number(*values[5]);
     }
   }
 }
