@@ -80,4 +80,7 @@ struct ResourceAmounts {
   }
 };
 
+// The usage of a node known to hold nothing, for a NodeInput to point to.
+inline constexpr ResourceAmounts kNothingInUse{};
+
 }  // namespace gpu_extender

@@ -37,6 +37,7 @@ struct Workspace {
   std::string answer;  // the response body
   WireDecoder decoder;
   std::vector<NodeInput> inputs;
+  std::vector<std::optional<ResourceAmounts>> usage;            // full mode: what inputs[i].used points to
   std::vector<std::shared_ptr<const CachedNode>> cached_nodes;  // preemption: the candidates' nodes
   std::vector<size_t> input_index;                              // node_names[i] -> inputs index or npos
   std::vector<uint32_t> slots;                                  // names mode: node_names[i] -> slot

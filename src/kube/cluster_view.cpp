@@ -302,7 +302,7 @@ ClusterView::SharedGpuStats ClusterView::shared_gpu_stats() const {
   }
   for (const auto& [name, entry] : nodes_) {
     if (!entry.node) continue;
-    const std::optional<SharedGpus> gpus = shared_gpus(NodeInput(&entry.node->view(), entry.used));
+    const std::optional<SharedGpus> gpus = shared_gpus(NodeInput(&entry.node->view(), &entry.used));
     if (!gpus) continue;
     out.devices += gpus->devices;
     for (int64_t d = 0; d < gpus->devices; ++d) {

@@ -12,7 +12,7 @@ std::optional<SharedGpus> shared_gpus(const NodeInput& input) {
   out.reported_devices = *count / 1000;
   out.devices = std::min<int64_t>(out.reported_devices, kMaxSharedGpuDevices);
   out.per_device = (*memory / 1000) / out.reported_devices;  // as gpushare divides: whole units
-  out.usage_known = input.used.has_value();
+  out.usage_known = input.used != nullptr;
   for (int64_t d = 0; d < out.devices; ++d) {
     const size_t slot = shared_gpu_device_slot(static_cast<size_t>(d));
     const int64_t used = input.used && input.used->has(slot) ? milli_to_units_ceil(input.used->get(slot)) : 0;

@@ -123,9 +123,11 @@ bool ExtenderService::gather(Workspace& ws, const ExtenderArgs& args) const {
   if (args.full_mode) {
     const UsageSource& usage = *parts_.usage;
     ws.inputs.reserve(args.nodes.size());
-    for (const NodeView& node : args.nodes) {
+    ws.usage.resize(args.nodes.size());  // sized first: the inputs point into it
+    for (size_t i = 0; i < args.nodes.size(); ++i) {
       input_index.push_back(ws.inputs.size());
-      ws.inputs.push_back({&node, usage.used_on(node.name)});
+      ws.usage[i] = usage.used_on(args.nodes[i].name);
+      ws.inputs.push_back({&args.nodes[i], ws.usage[i]});
     }
     return true;
   }
@@ -140,7 +142,7 @@ bool ExtenderService::gather(Workspace& ws, const ExtenderArgs& args) const {
       continue;
     }
     input_index.push_back(ws.inputs.size());
-    ws.inputs.push_back({&ws.node_memo.node[slot]->view(), ws.node_memo.used[slot]});
+    ws.inputs.push_back({&ws.node_memo.node[slot]->view(), &ws.node_memo.used[slot]});
   }
   return true;
 }
@@ -166,7 +168,7 @@ void ExtenderService::judge_names(Workspace& ws, const ExtenderArgs& args) const
     if (slot == NodeMemo::kNoSlot || memo.judged_version[slot] == nodes.version[slot]) continue;
     memo.judged_version[slot] = nodes.version[slot];  // also once only for a name sent twice
     ws.stale_slots.push_back(slot);
-    ws.inputs.push_back({&nodes.node[slot]->view(), nodes.used[slot]});
+    ws.inputs.push_back({&nodes.node[slot]->view(), &nodes.used[slot]});
   }
   if (ws.stale_slots.empty()) return;
   ws.policy->filter(args.pod, ws.inputs, ws.verdicts);
@@ -269,7 +271,7 @@ int ExtenderService::prioritize(Workspace& ws, VerbSummary& summary) const {
       const uint32_t slot = ws.slots[i];
       if (slot == NodeMemo::kNoSlot || !ws.verdict_memo.verdict[slot].passed()) continue;
       scored[i] = ws.scored_inputs.size();
-      ws.scored_inputs.push_back({&ws.node_memo.node[slot]->view(), ws.node_memo.used[slot]});
+      ws.scored_inputs.push_back({&ws.node_memo.node[slot]->view(), &ws.node_memo.used[slot]});
     }
   }
   add_live_utilization(ws.scored_inputs);
@@ -421,9 +423,10 @@ int ExtenderService::preempt(Workspace& ws, VerbSummary& summary) const {
     if (c.victims.empty() || !ws.cached_nodes[i]) continue;
     // Usage on the node once the victims are gone. A victim the pod view does not know frees nothing
     // here: the node is kept only if the pod fits without counting on it.
-    NodeInput input{&ws.cached_nodes[i]->view(), parts_.usage->used_on(c.node)};
+    std::optional<ResourceAmounts> used = parts_.usage->used_on(c.node);
+    const NodeInput input{&ws.cached_nodes[i]->view(), used};
     std::vector<std::pair<std::string_view, ResourceAmounts>> freed;  // victim UID, what it frees
-    if (input.used) {
+    if (used) {
       for (const auto& victim : c.victims) {
         std::optional<ResourceAmounts> frees = victim.requests;
         if (!frees) {
@@ -431,7 +434,7 @@ int ExtenderService::preempt(Workspace& ws, VerbSummary& summary) const {
           if (known && known->first == c.node) frees = known->second;
         }
         if (!frees) continue;
-        input.used->subtract(*frees);
+        used->subtract(*frees);
         if (args.pod.wants_shared_gpu()) freed.emplace_back(victim.uid, *frees);  // for the log line below
       }
     }

@@ -38,7 +38,8 @@ std::string ExtenderService::assume_on_shared_gpu(const BindingArgs& args, const
   parts_.cluster->find_nodes({&name, 1}, found);
   if (found.empty() || !found[0])
     return "cannot bind pod " + label + " to " + args.node + ": the node is not in the extender's node cache";
-  const NodeInput input(&found[0]->view(), parts_.cluster->used_on(args.node));
+  const std::optional<ResourceAmounts> used = parts_.cluster->used_on(args.node);
+  const NodeInput input(&found[0]->view(), used);
   const std::optional<SharedGpus> gpus = shared_gpus(input);
   ResourceAmounts held = pod.requests;
   device = assign_shared_gpu(input, pod.placement, held);

@@ -72,10 +72,10 @@ int run_explain(const std::vector<std::string>& args, std::ostream& out, std::os
     if (std::optional<UsageByNode> snapshot = tools::load_usage(flags, schema)) usage = std::move(snapshot);
     std::vector<NodeInput> inputs;
     for (const NodeView& n : nodes) {
-      std::optional<ResourceAmounts> used;
+      const ResourceAmounts* used = nullptr;  // usage unknown without a snapshot or a cluster
       if (usage) {
         auto it = usage->find(n.name);
-        used = it == usage->end() ? ResourceAmounts{} : it->second;
+        used = it == usage->end() ? &kNothingInUse : &it->second;
       }
       inputs.push_back({&n, used});
     }

@@ -51,7 +51,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out, std::o
       std::vector<NodeInput> inputs;
       for (const NodeView& n : nodes) {
         auto it = usage.find(n.name);
-        inputs.push_back({&n, it == usage.end() ? ResourceAmounts{} : it->second});
+        inputs.push_back({&n, it == usage.end() ? &kNothingInUse : &it->second});
       }
       const Explanation e = explain(*policy, pod, inputs);
       const NodeExplanation* best = best_node(e);
@@ -62,7 +62,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out, std::o
         ResourceAmounts held = pod.requests;
         if (pod.wants_shared_gpu())
           for (const NodeView& n : nodes)
-            if (n.name == best->node) shared_gpu = assign_shared_gpu({&n, usage[best->node]}, pod.placement, held);
+            if (n.name == best->node) shared_gpu = assign_shared_gpu({&n, &usage[best->node]}, pod.placement, held);
         usage[best->node].add(held);
         char combined[32];
         std::snprintf(combined, sizeof combined, "%.1f", best->combined);

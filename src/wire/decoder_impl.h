@@ -13,6 +13,7 @@ struct WireDecoder::Impl {
   PreemptionArgs preemption;
   wire::PodScratch pod_scratch;
   size_t last_values = 0;  // values the last extender body held (see release_buffers_above)
+  bool decode_plain_names_body(const std::string& body, const ViewSchema& schema);
   // Starts parsing `body` in place when its capacity has room for the padding, else from a copy.
   simdjson::simdjson_result<wire::od::document> iterate(const std::string& body) {
     if (body.capacity() - body.size() >= simdjson::SIMDJSON_PADDING) {

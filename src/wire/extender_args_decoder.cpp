@@ -1,6 +1,7 @@
 // Decoding ExtenderArgs: {"Pod":{...},"Nodes":{"metadata":{},"items":[...]}|null,"NodeNames":[...]|null}
 #include "decoder_impl.h"
 #include "gpu_extender/case_insensitive.h"
+#include "names_body_scanner.h"
 
 namespace gpu_extender {
 
@@ -108,16 +109,46 @@ void decode_node_names(od::value names, ExtenderArgs& args) {
   }
 }
 
-}  // namespace
-
-const ExtenderArgs& WireDecoder::decode_extender_args(const std::string& body, const ViewSchema& schema) {
-  ExtenderArgs& args = impl_->args;
+void reset(ExtenderArgs& args) {
   args.pod = PodRequest{};
   args.full_mode = false;
   args.names_verbatim = false;
   args.nodes.clear();
   args.node_names.clear();
   validated_values = 0;
+}
+
+}  // namespace
+
+// Names mode's plain body: the scanner reads the names, simdjson only the Pod. False (and args to be
+// reset) when the body is not plain or its Pod is not valid: the general decoder then reads it all and
+// reports the error as it always does.
+bool WireDecoder::Impl::decode_plain_names_body(const std::string& body, const ViewSchema& schema) {
+  if (body.capacity() - body.size() < simdjson::SIMDJSON_PADDING) return false;
+  const char* readable_end = body.data() + body.capacity();
+  wire::PlainNamesBody plain{{}, &args.node_names};
+  if (!wire::scan_plain_names_body(body, readable_end, plain)) return false;
+  try {
+    // The Pod's bytes are followed by the rest of the body and its padding: room enough for simdjson,
+    // whose first pass copies the last partial block and never reads the bytes after it as JSON.
+    const auto room = static_cast<size_t>(readable_end - plain.pod.data());
+    wire::od::document doc = wire::take(parser.iterate(simdjson::padded_string_view(plain.pod.data(), plain.pod.size(), room)), "",
+                            "a JSON object");
+    wire::decode_extender_pod(wire::take(doc.get_object(), "Pod", "an object"), schema, args.pod, pod_scratch);
+    wire::reject_trailing_content(doc);
+  } catch (const DecodeError&) {
+    return false;
+  }
+  args.names_verbatim = true;
+  last_values = validated_values;
+  return true;
+}
+
+const ExtenderArgs& WireDecoder::decode_extender_args(const std::string& body, const ViewSchema& schema) {
+  ExtenderArgs& args = impl_->args;
+  reset(args);
+  if (impl_->decode_plain_names_body(body, schema)) return args;
+  reset(args);
 
   od::document doc = take(impl_->iterate(body), "", "a JSON object");
   bool seen_pod = false, seen_nodes = false, seen_names = false, has_nodes = false, has_names = false;

@@ -294,13 +294,22 @@ void decode_extender_pod(od::value pod, bool& seen, const ViewSchema& schema, Po
   if (seen) throw DecodeError("Pod", "duplicate key");
   seen = true;
   if (take_null(pod, "Pod")) throw DecodeError("Pod", "must not be null");
+  od::object object;
+  try {
+    object = take_object(pod, "");
+  } catch (DecodeError& e) {
+    throw e.within("Pod");
+  }
+  decode_extender_pod(object, schema, out, scratch);
+}
+
+void decode_extender_pod(od::object pod, const ViewSchema& schema, PodRequest& out, PodScratch& scratch) {
   try {
     // Read twice, both times over the index On Demand has built: once whole to validate it (the
     // decoder skips most of a pod), then to decode it.
-    od::object object = take_object(pod, "");
-    validate_members(object, "");
-    take(object.reset(), "", "an object");
-    decode_pod(object, schema, out, scratch);
+    validate_members(pod, "");
+    take(pod.reset(), "", "an object");
+    decode_pod(pod, schema, out, scratch);
   } catch (DecodeError& e) {
     throw e.within("Pod");
   }

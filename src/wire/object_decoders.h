@@ -21,6 +21,9 @@ void decode_node(od::object node, const ViewSchema& schema, NodeView& out);
 // The "Pod" of an extender body (ExtenderArgs, ExtenderPreemptionArgs): once, not null, validated
 // throughout, errors under "Pod".
 void decode_extender_pod(od::value pod, bool& seen, const ViewSchema& schema, PodRequest& out, PodScratch& scratch);
+// The same for a Pod object already taken (also one at a document's root: On Demand's value calls
+// such as is_null() are for values inside a document only).
+void decode_extender_pod(od::object pod, const ViewSchema& schema, PodRequest& out, PodScratch& scratch);
 
 // A resource list ({"nvidia.com/gpu":"2",...}): tracked resources into `out`. With `validate_all`,
 // untracked quantities are parsed too, so that a malformed one is reported.

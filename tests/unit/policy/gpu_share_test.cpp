@@ -37,7 +37,8 @@ ResourceAmounts on_devices(std::initializer_list<std::pair<int, int>> device_gib
 
 TEST_CASE("share: a node's devices are its shared memory divided by its count, less what pods hold") {
   const NodeView n = share_node("n");
-  const auto gpus = shared_gpus({&n, on_devices({{0, 12}, {2, 4}, {2, 6}})});
+  const ResourceAmounts held = on_devices({{0, 12}, {2, 4}, {2, 6}});
+  const auto gpus = shared_gpus({&n, &held});
   REQUIRE(gpus);
   CHECK(gpus->devices == 4);
   CHECK(gpus->per_device == 16);
@@ -47,17 +48,19 @@ TEST_CASE("share: a node's devices are its shared memory divided by its count, l
   CHECK(shared_gpus({&n, std::nullopt})->free[0] == 16);
   // No shared resources, or no devices: not a sharing node.
   const NodeView plain = test_support::gpu_node("plain", "A100", "40960", 8);
-  CHECK_FALSE(shared_gpus({&plain, ResourceAmounts{}}));
+  const ResourceAmounts nothing;
+  CHECK_FALSE(shared_gpus({&plain, &nothing}));
   // More devices than are tracked: the rest are not shared, and the summary says so.
   const NodeView big = share_node("big", 10, 16);
-  const auto many = shared_gpus({&big, ResourceAmounts{}});
+  const auto many = shared_gpus({&big, &nothing});
   CHECK(many->devices == static_cast<int64_t>(kMaxSharedGpuDevices));
   CHECK(describe_shared_gpus(*many, "GiB").find("devices past 8 of 10 not shared") != std::string::npos);
 }
 
 TEST_CASE("share: binpack takes the fullest device that fits, spread the emptiest, the lowest index among equals") {
   const NodeView n = share_node("n");
-  const auto gpus = *shared_gpus({&n, on_devices({{0, 12}, {1, 6}, {3, 6}})});  // free 4, 10, 16, 10
+  const ResourceAmounts held_now = on_devices({{0, 12}, {1, 6}, {3, 6}});
+  const auto gpus = *shared_gpus({&n, &held_now});  // free 4, 10, 16, 10
   CHECK(choose_shared_gpu(gpus, 4, Placement::kBinpack) == 0);
   CHECK(choose_shared_gpu(gpus, 5, Placement::kBinpack) == 1);
   CHECK(choose_shared_gpu(gpus, 11, Placement::kBinpack) == 2);
@@ -65,7 +68,7 @@ TEST_CASE("share: binpack takes the fullest device that fits, spread the empties
   CHECK(choose_shared_gpu(gpus, 17, Placement::kBinpack) == -1);
   // assign_shared_gpu counts the memory on the chosen device.
   ResourceAmounts held = share_pod(5).requests;
-  CHECK(assign_shared_gpu({&n, on_devices({{0, 12}, {1, 6}, {3, 6}})}, Placement::kBinpack, held) == 1);
+  CHECK(assign_shared_gpu({&n, &held_now}, Placement::kBinpack, held) == 1);
   CHECK(held.get(shared_gpu_device_slot(1)) == 5000);
   CHECK_FALSE(held.has(shared_gpu_device_slot(0)));
 }
@@ -94,14 +97,15 @@ TEST_CASE("share: scorer gpuShare: binpack prefers the node whose best device en
   const NodeView a = share_node("a"), b = share_node("b");
   const ResourceAmounts a_used = on_devices({{0, 8}});          // a device with 8 free
   const ResourceAmounts b_used = on_devices({{0, 4}, {1, 4}});  // devices with 12 free
-  const std::vector<NodeInput> nodes{{&a, a_used}, {&b, b_used}};
+  const std::vector<NodeInput> nodes{{&a, &a_used}, {&b, &b_used}};
   const auto packed = rule_support::score(*s, share_pod(8), nodes);
   CHECK(packed[0] == Approx(100.0));  // fills a's device 0
   CHECK(packed[1] == Approx(75.0));   // 4 of 16 left on b's device 0
   const auto spread = rule_support::score(*s, share_pod(8, Placement::kSpread), nodes);
   CHECK(spread[0] == Approx(100.0 * (64 - 8 - 8) / 64));
   CHECK(spread[1] == Approx(100.0 * (64 - 8 - 8) / 64));
-  const auto spread_small = rule_support::score(*s, share_pod(2, Placement::kSpread), {{&a, a_used}, {&b, on_devices({{0, 16}})}});
+  const ResourceAmounts b_full_device = on_devices({{0, 16}});
+  const auto spread_small = rule_support::score(*s, share_pod(2, Placement::kSpread), {{&a, &a_used}, {&b, &b_full_device}});
   CHECK(spread_small[0] > spread_small[1]);  // the emptier node
 }
 
@@ -110,7 +114,8 @@ TEST_CASE("share: gpuFit with placement spread prefers nodes with GPUs to spare"
   const NodeView small = test_support::gpu_node("small", "A100", "40960", 2);
   const NodeView large = test_support::gpu_node("large", "A100", "40960", 8);
   PodRequest pod = test_support::gpu_pod(2);
-  const std::vector<NodeInput> nodes{{&small, ResourceAmounts{}}, {&large, ResourceAmounts{}}};
+  const ResourceAmounts nothing;
+  const std::vector<NodeInput> nodes{{&small, &nothing}, {&large, &nothing}};
   CHECK(rule_support::score(*fit, pod, nodes) == std::vector<double>{100.0, 40.0});
   pod.placement = Placement::kSpread;
   CHECK(rule_support::score(*fit, pod, nodes) == std::vector<double>{0.0, 60.0});

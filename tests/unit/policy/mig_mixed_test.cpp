@@ -111,7 +111,7 @@ TEST_CASE("mig: gpuFit ranks slice pods by the spare slices of their profile, gp
   const NodeView roomy = mixed_node("roomy", 7, 0);
   const NodeView tight = mixed_node("tight", 2, 0);
   ResourceAmounts none;
-  const auto raw = rule_support::score(*fit, slice_pod(0, 2), {NodeInput{&roomy, none}, NodeInput{&tight, none}});
+  const auto raw = rule_support::score(*fit, slice_pod(0, 2), {NodeInput{&roomy, &none}, NodeInput{&tight, &none}});
   CHECK(raw[0] == Approx(50.0));  // 5 spare slices
   CHECK(raw[1] == Approx(100.0));
 }

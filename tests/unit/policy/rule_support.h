@@ -13,7 +13,7 @@ inline const gpu_extender::PolicyConfig& config() {
 inline gpu_extender::PredicateResult check(const gpu_extender::Predicate& p, const gpu_extender::PodRequest& pod,
                                            const gpu_extender::NodeView& node,
                                            std::optional<gpu_extender::ResourceAmounts> used = std::nullopt) {
-  return p.evaluate(pod, gpu_extender::NodeInput{&node, used});
+  return p.evaluate(pod, gpu_extender::NodeInput{&node, used});  // `used` outlives the call
 }
 
 inline std::vector<double> score(const gpu_extender::Scorer& s, const gpu_extender::PodRequest& pod,

@@ -18,8 +18,10 @@ Outcome evaluate(const std::string& body, const UsageSource& usage) {
   auto policy = test_support::default_policy();
   WireDecoder decoder;
   const ExtenderArgs& args = decoder.decode_extender_args(body, policy->schema());
+  std::vector<std::optional<ResourceAmounts>> used;
+  for (const NodeView& n : args.nodes) used.push_back(usage.used_on(n.name));
   std::vector<NodeInput> inputs;
-  for (const NodeView& n : args.nodes) inputs.push_back({&n, usage.used_on(n.name)});
+  for (size_t i = 0; i < args.nodes.size(); ++i) inputs.push_back({&args.nodes[i], used[i]});
   std::vector<NodeVerdict> verdicts;
   policy->filter(args.pod, inputs, verdicts);
   ScoreSheet sheet;

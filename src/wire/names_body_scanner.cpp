@@ -1,0 +1,141 @@
+#include "names_body_scanner.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "gpu_extender/wire.h"
+
+namespace gpu_extender::wire {
+namespace {
+
+bool is_json_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// Reads a body left to right; every `expect` or scan either advances or reports "not plain".
+class Cursor {
+ public:
+  Cursor(std::string_view body, const char* readable_end)
+      : at_(body.data()), end_(body.data() + body.size()), readable_end_(readable_end) {}
+
+  void skip_space() {
+    while (at_ < end_ && is_json_space(*at_)) ++at_;
+  }
+  bool at_end() const { return at_ == end_; }
+  bool take(char c) {
+    skip_space();
+    if (at_ == end_ || *at_ != c) return false;
+    ++at_;
+    return true;
+  }
+  bool take_word(std::string_view word) {
+    skip_space();
+    if (static_cast<size_t>(end_ - at_) < word.size() || std::string_view(at_, word.size()) != word) return false;
+    at_ += word.size();
+    return true;
+  }
+  // A string of plain bytes: printable ASCII but '"' and '\\' (no escape to undo, nothing for UTF-8 to
+  // check). False for anything else, which the general decoder will read.
+  bool take_plain_string(std::string_view& out) {
+    if (!take('"')) return false;
+    const char* start = at_;
+    const char* stop = find_special(start);
+    if (stop == nullptr || *stop != '"') return false;
+    out = std::string_view(start, static_cast<size_t>(stop - start));
+    at_ = stop + 1;
+    return true;
+  }
+  // The bytes of an object starting here, to its matching bracket. Only brackets and strings are
+  // followed: whether it is JSON is for simdjson to say.
+  bool take_object_bytes(std::string_view& out) {
+    skip_space();
+    if (at_ == end_ || *at_ != '{') return false;
+    const char* start = at_;
+    int depth = 0;
+    for (const char* p = at_; p < end_; ++p) {
+      const char c = *p;
+      if (c == '"') {
+        for (++p; p < end_ && *p != '"'; ++p)
+          if (*p == '\\') ++p;
+        if (p >= end_) return false;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+      } else if ((c == '}' || c == ']') && --depth == 0) {
+        at_ = p + 1;
+        out = std::string_view(start, static_cast<size_t>(at_ - start));
+        return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  // The first byte from p on that is '"', '\\', a control byte or not ASCII; null when none is before
+  // the body's end. Reads 16 bytes at a time, up to 15 past the end (into the padding).
+  const char* find_special(const char* p) const {
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i backslash = _mm_set1_epi8('\\');
+    const __m128i space = _mm_set1_epi8(0x20);
+    for (; p < end_ && p + 16 <= readable_end_; p += 16) {
+      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      // Signed compare: below 0x20 catches control bytes and, as negatives, every byte above 0x7F.
+      const __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(bytes, quote), _mm_cmpeq_epi8(bytes, backslash)),
+                                           _mm_cmplt_epi8(bytes, space));
+      const int mask = _mm_movemask_epi8(special);
+      if (mask != 0) {
+        const char* found = p + __builtin_ctz(static_cast<unsigned>(mask));
+        return found < end_ ? found : nullptr;
+      }
+    }
+#endif
+    for (; p < end_; ++p) {
+      const auto byte = static_cast<unsigned char>(*p);
+      if (byte == '"' || byte == '\\' || byte < 0x20 || byte > 0x7F) return p;
+    }
+    return nullptr;
+  }
+
+  const char* at_;
+  const char* end_;
+  const char* readable_end_;
+};
+
+bool take_names(Cursor& in, std::vector<std::string_view>& names) {
+  if (!in.take('[')) return false;
+  if (in.take(']')) return true;
+  do {
+    std::string_view name;
+    if (!in.take_plain_string(name) || names.size() >= kMaxNodesPerRequest) return false;
+    names.push_back(name);
+  } while (in.take(','));
+  return in.take(']');
+}
+
+}  // namespace
+
+bool scan_plain_names_body(std::string_view body, const char* readable_end, PlainNamesBody& out) {
+  Cursor in(body, readable_end);
+  bool pod = false, nodes = false, names = false;
+  if (!in.take('{')) return false;
+  do {
+    std::string_view key;
+    if (!in.take_plain_string(key) || !in.take(':')) return false;
+    if (key == "Pod" && !pod) {
+      pod = in.take_object_bytes(out.pod);
+      if (!pod) return false;
+    } else if (key == "Nodes" && !nodes) {
+      nodes = in.take_word("null");
+      if (!nodes) return false;
+    } else if (key == "NodeNames" && !names) {
+      names = take_names(in, *out.names);
+      if (!names) return false;
+    } else {
+      return false;
+    }
+  } while (in.take(','));
+  if (!in.take('}')) return false;
+  in.skip_space();
+  return in.at_end() && pod && names;
+}
+
+}  // namespace gpu_extender::wire

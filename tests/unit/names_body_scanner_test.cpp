@@ -1,0 +1,124 @@
+// Names mode's fast path (src/wire/names_body_scanner.h): which bodies it takes, and that on every body
+// the decoder answers exactly as its general path does. A body with padding room may take the fast
+// path; the same bytes in a string without that room always take the general one.
+#include <catch2/catch.hpp>
+
+#include "test_support.h"
+#include "wire/names_body_scanner.h"
+
+using namespace gpu_extender;
+
+namespace {
+
+const ViewSchema& schema() {
+  static const ViewSchema s = test_support::default_policy()->schema();
+  return s;
+}
+
+std::string with_padding(const std::string& text) {
+  std::string body = text;
+  body.reserve(text.size() + kJsonPadding);
+  return body;
+}
+
+// Everything the decoder says about a body, as text: the error, or the pod and the names.
+std::string outcome(const std::string& body) {
+  WireDecoder decoder;
+  try {
+    const ExtenderArgs& args = decoder.decode_extender_args(body, schema());
+    std::string out = "pod " + std::string(args.pod.ns) + "/" + std::string(args.pod.name) + " uid " +
+                      std::string(args.pod.uid) + " gpus " + std::to_string(args.pod.gpus_milli()) +
+                      (args.full_mode ? " full" : " names") + (args.names_verbatim ? " verbatim:" : ":");
+    for (std::string_view n : args.node_names) out += " [" + std::string(n) + "]";
+    return out;
+  } catch (const DecodeError& e) {
+    return std::string("error ") + e.what();
+  }
+}
+
+bool plain(const std::string& text, std::vector<std::string_view>& names) {
+  const std::string body = with_padding(text);
+  wire::PlainNamesBody out{{}, &names};
+  return wire::scan_plain_names_body(body, body.data() + body.capacity(), out);
+}
+
+const std::string kPod =
+    R"({"metadata":{"name":"p","namespace":"ns","uid":"u-1"},"spec":{"containers":[{"name":"c","resources":{"requests":{"nvidia.com/gpu":"2"}}}]}})";
+
+}  // namespace
+
+TEST_CASE("names scanner: takes kube-scheduler's body and reads every name") {
+  std::vector<std::string_view> names;
+  REQUIRE(plain(R"({"Pod":)" + kPod + R"(,"Nodes":null,"NodeNames":["node-a","node-b","gpu-node-with-a-much-longer-name-0001"]})",
+                names));
+  CHECK(names == std::vector<std::string_view>{"node-a", "node-b", "gpu-node-with-a-much-longer-name-0001"});
+  names.clear();
+  REQUIRE(plain(" {\n \"Pod\" : " + kPod + " , \"NodeNames\" : [ ] }\n", names));  // JSON white space anywhere
+  CHECK(names.empty());
+  const std::string captured = test_support::fixture("node-cache-mode/filter-1-request.json");
+  names.clear();
+  CHECK(plain(captured, names));
+  CHECK_FALSE(names.empty());
+}
+
+TEST_CASE("names scanner: leaves every other shape to the general decoder") {
+  const std::vector<std::string> others = {
+      R"({"pod":)" + kPod + R"(,"NodeNames":["a"]})",                          // another letter case
+      R"({"Pod":)" + kPod + R"(,"Pod":)" + kPod + R"(,"NodeNames":["a"]})",    // a duplicate key
+      R"({"Pod":)" + kPod + R"(,"NodeNames":["a"],"NodeNames":["b"]})",
+      R"({"Pod":)" + kPod + R"(,"NodeNames":["a\u0062"]})",                    // an escape in a name
+      R"({"Pod":)" + kPod + R"(,"NodeNames":["n\u00e9"]})",
+      "{\"Pod\":" + kPod + ",\"NodeNames\":[\"n\xc3\xa9\"]}",                  // not ASCII
+      "{\"Pod\":" + kPod + ",\"NodeNames\":[\"a\tb\"]}",                       // a control byte
+      R"({"Pod":)" + kPod + R"(,"NodeNames":[1]})",                            // not a string
+      R"({"Pod":)" + kPod + R"(,"NodeNames":["a",]})",
+      R"({"Pod":)" + kPod + R"(,"NodeNames":["a" "b"]})",
+      R"({"Pod":)" + kPod + R"(,"NodeNames":null})",
+      R"({"Pod":)" + kPod + R"(,"Nodes":{"items":[]},"NodeNames":["a"]})",    // full mode
+      R"({"Pod":)" + kPod + R"(,"NodeNames":["a"],"Extra":1})",                // another key
+      R"({"Pod":null,"NodeNames":["a"]})",
+      R"({"NodeNames":["a"]})",
+      R"({"Pod":)" + kPod + R"(,"NodeNames":["a"]} x)",                        // trailing bytes
+      R"({"Pod":)" + kPod + R"(,"NodeNames":["a"])",                           // cut short
+      R"({"Pod":)" + kPod + R"(,"NodeNames":["a)",
+      R"({"Pod":{"metadata":{"name":"p}}},"NodeNames":["a"]})",               // the Pod never closes
+  };
+  for (const std::string& body : others) {
+    std::vector<std::string_view> names;
+    INFO(body);
+    CHECK_FALSE(plain(body, names));
+  }
+}
+
+TEST_CASE("names scanner: the decoder answers the same with and without the fast path") {
+  const std::vector<std::string> bodies = {
+      R"({"Pod":)" + kPod + R"(,"Nodes":null,"NodeNames":["node-a","node-b"]})",
+      R"({"Pod":)" + kPod + R"(,"NodeNames":[]})",
+      R"({"NodeNames":["x"],"Pod":)" + kPod + "}",
+      R"({"Pod":)" + kPod + R"(,"NodeNames":["a\u0062"]})",
+      R"({"Pod":)" + kPod + R"(,"NodeNames":["a"],"NodeNames":["b"]})",
+      R"({"Pod":)" + kPod + R"(,"Nodes":null,"Nodes":null,"NodeNames":["a"]})",
+      R"({"Pod":)" + kPod + R"(,"NodeNames":["a"]} x)",
+      // A Pod the scanner takes whole but simdjson refuses: the general path's error, not another.
+      R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[{"name":tru}]}},"NodeNames":["a"]})",
+      R"({"Pod":{"metadata":{"name":"p"} "spec":{}},"NodeNames":["a"]})",
+      R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[]}},"NodeNames":["a"]})",
+      R"({"Pod":{"metadata":{"annotations":{"gpu.nvidia.com/memory":"40GB"}},"spec":{"containers":[]}},"NodeNames":["a"]})",
+      R"({"Pod":{"metadata":{"name":"p\"}{"},"spec":{"containers":[]}},"NodeNames":["a"]})",
+      R"({"Pod":{},"NodeNames":["a"]})",
+      "{\"Pod\":" + kPod + ",\"NodeNames\":[\"a\x01\"]}",
+  };
+  for (const std::string& text : bodies) {
+    INFO(text);
+    CHECK(outcome(with_padding(text)) == outcome(std::string(text.data(), text.size())));
+  }
+}
+
+TEST_CASE("names scanner: a names body one byte at a time shorter never decodes differently") {
+  const std::string whole = R"({"Pod":)" + kPod + R"(,"Nodes":null,"NodeNames":["node-a","node-b"]})";
+  for (size_t size = 0; size <= whole.size(); ++size) {
+    const std::string text = whole.substr(0, size);
+    INFO(text);
+    CHECK(outcome(with_padding(text)) == outcome(std::string(text.data(), text.size())));
+  }
+}
