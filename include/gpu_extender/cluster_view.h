@@ -5,6 +5,7 @@
 //
 // Only what the policy reads is kept: a CachedNode per node and, per pod, its node and requests.
 // Thread-safe: request threads read (shared lock) while the watch threads write (exclusive lock).
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <chrono>
@@ -37,6 +38,27 @@ struct NodeMemo {
   std::vector<std::shared_ptr<const CachedNode>> node;
   std::vector<ResourceAmounts> used;
   std::vector<uint64_t> scratch_hashes;  // lookup's working space, kept for the next request
+
+  // Name lists seen lately, as the JSON bytes of a NodeNames array, with the slots their names had
+  // under the view's names generation of the time (slots move only when names come and go).
+  // kube-scheduler sends /prioritize the very list its /filter answer named: that list is then found
+  // by comparing bytes, not by looking 5,000 names up.
+  struct RecentList {
+    std::string json;
+    std::vector<uint32_t> slots;
+    uint64_t generation = 0;  // 0: empty
+  };
+  std::array<RecentList, 2> recent;
+  size_t next_recent = 0;
+  uint64_t generation = 0;  // of the last lookup
+  // Keeps `json` (the names of `slots`, looked up by the last lookup) for the next requests.
+  void remember(std::string_view json, std::span<const uint32_t> slots) {
+    RecentList& r = recent[next_recent];
+    next_recent = (next_recent + 1) % recent.size();
+    r.json.assign(json);
+    r.slots.assign(slots.begin(), slots.end());
+    r.generation = generation;
+  }
 };
 
 class ClusterView final : public UsageSource, public NodeSource {
@@ -84,8 +106,11 @@ class ClusterView final : public UsageSource, public NodeSource {
   void find_nodes(std::span<const std::string_view> names,
                   std::vector<std::shared_ptr<const CachedNode>>& out) const override;
   // Names mode in one pass, under one lock: each name's slot (NodeMemo::kNoSlot where the view has no
-  // node object by that name), and `memo` brought up to date for those slots.
-  void lookup(std::span<const std::string_view> names, std::vector<uint32_t>& slots, NodeMemo& memo) const;
+  // node object by that name), and `memo` brought up to date for those slots. `names_json`: the
+  // names' bytes as a JSON array, when known; a list the memo has seen lately is not looked up again,
+  // and this one is remembered.
+  void lookup(std::span<const std::string_view> names, std::vector<uint32_t>& slots, NodeMemo& memo,
+              std::string_view names_json = {}) const;
   // What a victim frees: its node and requests, when the pod is known.
   std::optional<std::pair<std::string, ResourceAmounts>> pod_usage(std::string_view uid) const;
 
@@ -167,6 +192,7 @@ class ClusterView final : public UsageSource, public NodeSource {
   NodeNameIndex index_;  // the names of nodes_, for lookup()
   std::vector<SlotState> slot_states_;
   bool names_changed_ = false;             // an entry was added or erased since index_ was built
+  uint64_t names_generation_ = 1;          // changes whenever an entry (a slot) is added or erased
   uint64_t version_clock_ = 0;
   std::vector<uint32_t> free_slots_;
   uint32_t next_slot_ = 0;

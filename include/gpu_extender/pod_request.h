@@ -60,12 +60,14 @@ struct PodFacts {
   std::optional<std::string> gpu_model, gpu_family;
   std::optional<int64_t> gpu_memory_mib;
   std::string invalid_reason;
+  Placement placement = Placement::kBinpack;  // read by scorers (and /bind), not by predicates
 
   static PodFacts of(const PodRequest& pod) {
     auto owned = [](const std::optional<std::string_view>& v) {
       return v ? std::optional<std::string>(std::string(*v)) : std::nullopt;
     };
-    return {pod.requests, owned(pod.gpu_model), owned(pod.gpu_family), pod.gpu_memory_mib, pod.invalid_reason};
+    return {pod.requests,         owned(pod.gpu_model), owned(pod.gpu_family), pod.gpu_memory_mib,
+            pod.invalid_reason,   pod.placement};
   }
   bool matches(const PodRequest& pod) const {
     auto same = [](const std::optional<std::string>& a, const std::optional<std::string_view>& b) {
@@ -73,7 +75,7 @@ struct PodFacts {
     };
     return requests.present == pod.requests.present && requests.milli == pod.requests.milli &&
            same(gpu_model, pod.gpu_model) && same(gpu_family, pod.gpu_family) &&
-           gpu_memory_mib == pod.gpu_memory_mib && invalid_reason == pod.invalid_reason;
+           gpu_memory_mib == pod.gpu_memory_mib && invalid_reason == pod.invalid_reason && placement == pod.placement;
   }
 };
 

@@ -65,6 +65,9 @@ class Scorer {
   // Raw scores 0..100 for every node, written to out[i]. Sees all nodes at once, so it can normalise
   // across them (as kube-scheduler's NormalizeScore does).
   virtual void score(const PodRequest& pod, std::span<const NodeInput> nodes, std::span<double> out) const = 0;
+  // Whether a node's raw score depends on the pod and that node alone (not on the other nodes of the
+  // request): then a caller may keep it for as long as neither changes (see Policy::score_alone).
+  virtual bool per_node() const { return true; }
 };
 
 // Every number behind a prioritize answer, for /prioritize and for explanations.
@@ -94,6 +97,18 @@ class Policy {
   void filter(const PodRequest& pod, std::span<const NodeInput> nodes, std::vector<NodeVerdict>& out) const;
   // Scores for every node, in order.
   void score(const PodRequest& pod, std::span<const NodeInput> nodes, ScoreSheet& sheet) const;
+
+  // The same in two steps, for a caller that keeps raw scores from one request to the next (names
+  // mode: between two pods of one kind only the nodes bound to have changed). score_alone: the raw
+  // scores of the per-node scorers that apply to the pod, raw[i * scorer_count() + s] for node i and
+  // scorer s (other scorers' entries are left as they were). score with `alone`: every node's scores,
+  // taking the per-node scorers' raw scores from `alone` (laid out as score_alone writes them,
+  // whether computed now or kept) and computing the others.
+  size_t scorer_count() const { return scorers_.size(); }
+  void score_alone(const PodRequest& pod, std::span<const NodeInput> nodes, std::span<double> raw,
+                   std::vector<double>& scratch) const;
+  void score(const PodRequest& pod, std::span<const NodeInput> nodes, ScoreSheet& sheet,
+             std::span<const double> alone) const;
 
  private:
   PolicyConfig config_;

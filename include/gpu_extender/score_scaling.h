@@ -15,8 +15,12 @@ namespace gpu_extender {
 
 inline constexpr int64_t kMaxExtenderPriority = 10;
 
-// `order`: working space, kept by the caller across requests (5,000 nodes: 80 KB not allocated anew).
-using ScoreOrder = std::vector<std::pair<double, size_t>>;
+// `order`: working space, kept by the caller across requests.
+struct ScoreOrder {
+  std::vector<double> distinct;  // few distinct raw values: each, best first
+  std::vector<int64_t> score;    // and the score of each
+  std::vector<std::pair<double, size_t>> by_value;  // many: every raw value and its node, best first
+};
 void scale_scores(std::span<const double> raw, std::vector<int64_t>& out, ScoreOrder& order);
 inline void scale_scores(std::span<const double> raw, std::vector<int64_t>& out) {
   ScoreOrder order;

@@ -48,6 +48,8 @@ struct ExtenderArgs {
   // Every name is also its own JSON encoding (no escapes, no control characters; the parser has
   // checked the UTF-8): answers copy names instead of escaping them again. Names mode only.
   bool names_verbatim = false;
+  // Names mode, kube-scheduler's plain body: the NodeNames array's bytes ('[' to ']'), "" otherwise.
+  std::string_view node_names_json;
 };
 
 // metadata of a Kubernetes list (one page of it).

@@ -21,10 +21,13 @@ struct EncodedVerdict {
 
 // ExtenderFilterResult. Full mode: "Nodes":{"metadata":{},"items":[...]} with each passing node's bytes
 // exactly as received, plus "NodeNames". Names mode: "Nodes":null and "NodeNames". `verdicts` are in
-// the order of args.node_names.
-void encode_filter_result(const ExtenderArgs& args, std::span<const EncodedVerdict> verdicts, std::string& out);
+// the order of args.node_names. Returns where in `out` the NodeNames array's bytes are ('[' to ']').
+struct ByteRange {
+  size_t begin = 0, end = 0;
+};
+ByteRange encode_filter_result(const ExtenderArgs& args, std::span<const EncodedVerdict> verdicts, std::string& out);
 // The same from plain verdicts (their reasons are escaped here).
-void encode_filter_result(const ExtenderArgs& args, std::span<const NodeVerdict> verdicts, std::string& out);
+ByteRange encode_filter_result(const ExtenderArgs& args, std::span<const NodeVerdict> verdicts, std::string& out);
 
 // ExtenderFilterResult that fails the pod's scheduling cycle with `error` (the scheduler logs it).
 void encode_filter_error(std::string_view error, std::string& out);

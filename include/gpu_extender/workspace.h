@@ -29,6 +29,11 @@ struct VerdictMemo {
   std::vector<uint64_t> judged_version;  // per slot: the NodeMemo version judged; 0: none
   std::vector<NodeVerdict> verdict;
   std::vector<std::string> reason_json;  // the verdict's reason as a JSON string ("" when it passed)
+  // Per slot, the raw scores of the per-node scorers (Policy::score_alone, scorer_count() per slot),
+  // as of the NodeMemo version in scored_version (0: none) and the live GPU utilisation of that time.
+  std::vector<uint64_t> scored_version;
+  std::vector<std::optional<double>> scored_live;
+  std::vector<double> raw_scores;
 };
 
 struct Workspace {
@@ -42,6 +47,7 @@ struct Workspace {
   std::vector<size_t> input_index;                              // node_names[i] -> inputs index or npos
   std::vector<uint32_t> slots;                                  // names mode: node_names[i] -> slot
   std::vector<uint32_t> stale_slots;                            // names mode: slots judged again now
+  std::vector<uint32_t> passing_slots;                          // names-mode filter: slots of the names passed
   NodeMemo node_memo;                                           // names mode, kept across requests
   VerdictMemo verdict_memo;                                     // names mode, kept across requests
   std::vector<EncodedVerdict> encoded;                          // names-mode filter: one per node name
@@ -49,6 +55,9 @@ struct Workspace {
   std::vector<NodeVerdict> verdicts;                            // judged for this request only
   std::vector<std::string> reason_json;                         // names mode: reasons of unknown names, as JSON
   std::vector<NodeInput> scored_inputs;  // prioritize: the inputs that pass the filter
+  std::vector<uint32_t> scored_slots;    // names-mode prioritize: the slot of each scored input
+  std::vector<NodeInput> stale_inputs;   // names-mode prioritize: scored inputs the memo had no scores for
+  std::vector<double> stale_raw, alone, score_scratch;  // names-mode prioritize: raw scores, see score_names
   std::vector<int64_t> scores;           // prioritize: one per node name
   ScoreSheet sheet;
 };

@@ -34,6 +34,7 @@ ClusterView::NodeMap::iterator ClusterView::entry_for(const std::string& name) {
       free_slots_.pop_back();
     }
     slot_states_[it->second.slot].entry = &it->second;
+    ++names_generation_;
     changed(it->second);  // a new version: a memo of the slot's last owner does not apply
     if (!index_.insert(it->first, it->second.slot)) names_changed_ = true;
   }
@@ -46,6 +47,7 @@ void ClusterView::erase_if_unused(NodeMap::iterator it) {
   free_slots_.push_back(it->second.slot);
   slot_states_[it->second.slot].entry = nullptr;
   nodes_.erase(it);
+  ++names_generation_;
   names_changed_ = true;  // the index still points at the erased entry: rebuilt before the lock is released
 }
 
@@ -251,8 +253,8 @@ void ClusterView::find_nodes(std::span<const std::string_view> names,
   }
 }
 
-void ClusterView::lookup(std::span<const std::string_view> names, std::vector<uint32_t>& slots,
-                         NodeMemo& memo) const {
+void ClusterView::lookup(std::span<const std::string_view> names, std::vector<uint32_t>& slots, NodeMemo& memo,
+                         std::string_view names_json) const {
   std::shared_lock lock(mutex_);
   if (memo.version.size() < slot_states_.size()) {
     memo.version.resize(slot_states_.size(), 0);
@@ -260,7 +262,16 @@ void ClusterView::lookup(std::span<const std::string_view> names, std::vector<ui
     memo.used.resize(slot_states_.size());
   }
   static_assert(NodeMemo::kNoSlot == NodeNameIndex::kNone);
-  index_.find_many(names, memo.scratch_hashes, slots);
+  memo.generation = names_generation_;
+  auto seen = std::find_if(memo.recent.begin(), memo.recent.end(), [&](const NodeMemo::RecentList& r) {
+    return !names_json.empty() && r.generation == names_generation_ && r.json == names_json;
+  });
+  if (seen != memo.recent.end()) {
+    slots.assign(seen->slots.begin(), seen->slots.end());
+  } else {
+    index_.find_many(names, memo.scratch_hashes, slots);
+    if (!names_json.empty()) memo.remember(names_json, slots);
+  }
   for (uint32_t& slot : slots) {
     if (slot == NodeMemo::kNoSlot) continue;
     const SlotState& state = slot_states_[slot];

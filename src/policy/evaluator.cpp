@@ -77,6 +77,23 @@ void Policy::filter(const PodRequest& pod, std::span<const NodeInput> nodes, std
 }
 
 void Policy::score(const PodRequest& pod, std::span<const NodeInput> nodes, ScoreSheet& sheet) const {
+  score(pod, nodes, sheet, {});
+}
+
+void Policy::score_alone(const PodRequest& pod, std::span<const NodeInput> nodes, std::span<double> raw,
+                         std::vector<double>& scratch) const {
+  const size_t count = scorers_.size();
+  for (size_t s = 0; s < count; ++s) {
+    const auto& [scorer, weight] = scorers_[s];
+    if (weight <= 0 || !scorer->per_node() || !scorer->applies(pod)) continue;
+    scratch.assign(nodes.size(), 0.0);
+    scorer->score(pod, nodes, scratch);
+    for (size_t i = 0; i < nodes.size(); ++i) raw[i * count + s] = scratch[i];
+  }
+}
+
+void Policy::score(const PodRequest& pod, std::span<const NodeInput> nodes, ScoreSheet& sheet,
+                   std::span<const double> alone) const {
   sheet.columns.resize(scorers_.size());
   sheet.combined.assign(nodes.size(), 0.0);
   double total_weight = 0;
@@ -88,7 +105,11 @@ void Policy::score(const PodRequest& pod, std::span<const NodeInput> nodes, Scor
     column.applied = weight > 0 && scorer->applies(pod);
     column.raw.assign(nodes.size(), 0.0);
     if (!column.applied) continue;
-    scorer->score(pod, nodes, column.raw);
+    if (!alone.empty() && scorer->per_node()) {
+      for (size_t i = 0; i < nodes.size(); ++i) column.raw[i] = alone[i * scorers_.size() + s];
+    } else {
+      scorer->score(pod, nodes, column.raw);
+    }
     total_weight += weight;
     for (size_t i = 0; i < nodes.size(); ++i) sheet.combined[i] += weight * column.raw[i];
   }

@@ -150,12 +150,13 @@ bool ExtenderService::gather(Workspace& ws, const ExtenderArgs& args) const {
 void ExtenderService::judge_names(Workspace& ws, const ExtenderArgs& args) const {
   const NodeMemo& nodes = ws.node_memo;
   VerdictMemo& memo = ws.verdict_memo;
-  parts_.cluster->lookup(args.node_names, ws.slots, ws.node_memo);
+  parts_.cluster->lookup(args.node_names, ws.slots, ws.node_memo, args.node_names_json);
   if (memo.policy != ws.policy || !memo.facts.matches(args.pod)) {
     // Another pod (or policy): nothing judged before holds.
     memo.policy = ws.policy;
     memo.facts = PodFacts::of(args.pod);
     std::fill(memo.judged_version.begin(), memo.judged_version.end(), 0);
+    std::fill(memo.scored_version.begin(), memo.scored_version.end(), 0);
   }
   if (memo.judged_version.size() < nodes.version.size()) {
     memo.judged_version.resize(nodes.version.size(), 0);
@@ -178,6 +179,41 @@ void ExtenderService::judge_names(Workspace& ws, const ExtenderArgs& args) const
     memo.reason_json[slot].clear();
     if (!memo.verdict[slot].passed()) append_json_string(memo.reason_json[slot], memo.verdict[slot].reason);
   }
+}
+
+void ExtenderService::score_names(Workspace& ws, const PodRequest& pod) const {
+  VerdictMemo& memo = ws.verdict_memo;  // judge_names has reset it for another pod or policy
+  const NodeMemo& nodes = ws.node_memo;
+  const size_t per_slot = ws.policy->scorer_count();
+  if (memo.scored_version.size() < nodes.version.size()) {
+    memo.scored_version.resize(nodes.version.size(), 0);
+    memo.scored_live.resize(nodes.version.size());
+  }
+  memo.raw_scores.resize(memo.scored_version.size() * per_slot);
+  ws.stale_inputs.clear();
+  ws.stale_slots.clear();
+  for (size_t k = 0; k < ws.scored_inputs.size(); ++k) {
+    const uint32_t slot = ws.scored_slots[k];
+    const NodeInput& input = ws.scored_inputs[k];
+    if (memo.scored_version[slot] == nodes.version[slot] && memo.scored_live[slot] == input.live_gpu_utilization)
+      continue;
+    memo.scored_version[slot] = nodes.version[slot];  // also once only for a name sent twice
+    memo.scored_live[slot] = input.live_gpu_utilization;
+    ws.stale_slots.push_back(slot);
+    ws.stale_inputs.push_back(input);
+  }
+  if (!ws.stale_inputs.empty()) {
+    ws.stale_raw.assign(ws.stale_inputs.size() * per_slot, 0.0);
+    ws.policy->score_alone(pod, ws.stale_inputs, ws.stale_raw, ws.score_scratch);
+    for (size_t k = 0; k < ws.stale_slots.size(); ++k)
+      std::copy_n(ws.stale_raw.begin() + static_cast<std::ptrdiff_t>(k * per_slot), per_slot,
+                  memo.raw_scores.begin() + static_cast<std::ptrdiff_t>(ws.stale_slots[k] * per_slot));
+  }
+  ws.alone.resize(ws.scored_inputs.size() * per_slot);
+  for (size_t k = 0; k < ws.scored_slots.size(); ++k)
+    std::copy_n(memo.raw_scores.begin() + static_cast<std::ptrdiff_t>(ws.scored_slots[k] * per_slot), per_slot,
+                ws.alone.begin() + static_cast<std::ptrdiff_t>(k * per_slot));
+  ws.policy->score(pod, ws.scored_inputs, ws.sheet, ws.alone);
 }
 
 void ExtenderService::add_live_utilization(std::vector<NodeInput>& inputs) const {
@@ -229,20 +265,29 @@ int ExtenderService::filter(Workspace& ws, VerbSummary& summary) const {
       ws.encoded[i] = {v.fit, json};
     }
   }
+  ws.passing_slots.clear();
   for (size_t i = 0; i < count; ++i) {
     const NodeVerdict& v = *ws.verdict_of[i];
     if (v.passed()) {
       ++summary.nodes_out;
+      if (!args.full_mode) ws.passing_slots.push_back(ws.slots[i]);
       continue;
     }
-    auto counted = std::find_if(summary.rejections.begin(), summary.rejections.end(),
-                                [&](const auto& r) { return r.first == v.rule; });
+    // Rule names are the rules' own constants: the same pointer almost always settles it.
+    auto counted = std::find_if(summary.rejections.begin(), summary.rejections.end(), [&](const auto& r) {
+      return (r.first.data() == v.rule.data() && r.first.size() == v.rule.size()) || r.first == v.rule;
+    });
     if (counted == summary.rejections.end()) summary.rejections.emplace_back(v.rule, 1);
     else ++counted->second;
     if (summary.want_reasons) summary.reasons.emplace_back(std::string(args.node_names[i]), v.reason);
   }
-  if (args.full_mode) encode_filter_result(args, ws.verdicts, ws.answer);  // reasons escaped there
-  else encode_filter_result(args, ws.encoded, ws.answer);
+  if (args.full_mode) {
+    encode_filter_result(args, ws.verdicts, ws.answer);  // reasons escaped there
+  } else {
+    const ByteRange names = encode_filter_result(args, ws.encoded, ws.answer);
+    // The list /prioritize will be sent (kube-scheduler passes on the answer's names, in order).
+    ws.node_memo.remember(std::string_view(ws.answer).substr(names.begin, names.end - names.begin), ws.passing_slots);
+  }
   if (summary.nodes_out > 0) tracker_.expect_bind(args.pod.uid);  // one node passing: no /prioritize comes
   return 200;
 }
@@ -267,15 +312,18 @@ int ExtenderService::prioritize(Workspace& ws, VerbSummary& summary) const {
   } else {
     judge_names(ws, args);
     scored.assign(args.node_names.size(), kNotCached);  // names the cache lacks score 0
+    ws.scored_slots.clear();
     for (size_t i = 0; i < scored.size(); ++i) {
       const uint32_t slot = ws.slots[i];
       if (slot == NodeMemo::kNoSlot || !ws.verdict_memo.verdict[slot].passed()) continue;
       scored[i] = ws.scored_inputs.size();
       ws.scored_inputs.push_back({&ws.node_memo.node[slot]->view(), &ws.node_memo.used[slot]});
+      ws.scored_slots.push_back(slot);
     }
   }
   add_live_utilization(ws.scored_inputs);
-  ws.policy->score(args.pod, ws.scored_inputs, ws.sheet);
+  if (args.full_mode) ws.policy->score(args.pod, ws.scored_inputs, ws.sheet);
+  else score_names(ws, args.pod);
   ws.scores.assign(args.node_names.size(), 0);
   for (size_t i = 0; i < ws.scores.size(); ++i)
     if (scored[i] != kNotCached) ws.scores[i] = ws.sheet.final[scored[i]];

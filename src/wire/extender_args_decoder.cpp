@@ -113,6 +113,7 @@ void reset(ExtenderArgs& args) {
   args.pod = PodRequest{};
   args.full_mode = false;
   args.names_verbatim = false;
+  args.node_names_json = {};
   args.nodes.clear();
   args.node_names.clear();
   validated_values = 0;
@@ -126,7 +127,7 @@ void reset(ExtenderArgs& args) {
 bool WireDecoder::Impl::decode_plain_names_body(const std::string& body, const ViewSchema& schema) {
   if (body.capacity() - body.size() < simdjson::SIMDJSON_PADDING) return false;
   const char* readable_end = body.data() + body.capacity();
-  wire::PlainNamesBody plain{{}, &args.node_names};
+  wire::PlainNamesBody plain{{}, &args.node_names, {}};
   if (!wire::scan_plain_names_body(body, readable_end, plain)) return false;
   try {
     // The Pod's bytes are followed by the rest of the body and its padding: room enough for simdjson,
@@ -140,6 +141,7 @@ bool WireDecoder::Impl::decode_plain_names_body(const std::string& body, const V
     return false;
   }
   args.names_verbatim = true;
+  args.node_names_json = plain.names_json;
   last_values = validated_values;
   return true;
 }

@@ -21,6 +21,7 @@ class Cursor {
     while (at_ < end_ && is_json_space(*at_)) ++at_;
   }
   bool at_end() const { return at_ == end_; }
+  const char* position() const { return at_; }
   bool take(char c) {
     skip_space();
     if (at_ == end_ || *at_ != c) return false;
@@ -100,15 +101,19 @@ class Cursor {
   const char* readable_end_;
 };
 
-bool take_names(Cursor& in, std::vector<std::string_view>& names) {
+bool take_names(Cursor& in, std::vector<std::string_view>& names, std::string_view& json) {
   if (!in.take('[')) return false;
-  if (in.take(']')) return true;
-  do {
-    std::string_view name;
-    if (!in.take_plain_string(name) || names.size() >= kMaxNodesPerRequest) return false;
-    names.push_back(name);
-  } while (in.take(','));
-  return in.take(']');
+  const char* start = in.position() - 1;
+  if (!in.take(']')) {
+    do {
+      std::string_view name;
+      if (!in.take_plain_string(name) || names.size() >= kMaxNodesPerRequest) return false;
+      names.push_back(name);
+    } while (in.take(','));
+    if (!in.take(']')) return false;
+  }
+  json = std::string_view(start, static_cast<size_t>(in.position() - start));
+  return true;
 }
 
 }  // namespace
@@ -127,7 +132,7 @@ bool scan_plain_names_body(std::string_view body, const char* readable_end, Plai
       nodes = in.take_word("null");
       if (!nodes) return false;
     } else if (key == "NodeNames" && !names) {
-      names = take_names(in, *out.names);
+      names = take_names(in, *out.names, out.names_json);
       if (!names) return false;
     } else {
       return false;

@@ -18,6 +18,7 @@ namespace gpu_extender::wire {
 struct PlainNamesBody {
   std::string_view pod;  // the Pod value's bytes, from '{' to its '}': still to be parsed and validated
   std::vector<std::string_view>* names;  // appended to: views into the body, escapes-free by construction
+  std::string_view names_json;           // the NodeNames array's bytes, '[' to ']'
 };
 
 // Whether `body` has the plain shape; if so, its names are appended to *out.names and out.pod is set.

@@ -50,7 +50,7 @@ void append_failed_map(std::string& out, std::string_view key, const ExtenderArg
 
 }  // namespace
 
-void encode_filter_result(const ExtenderArgs& args, std::span<const EncodedVerdict> verdicts, std::string& out) {
+ByteRange encode_filter_result(const ExtenderArgs& args, std::span<const EncodedVerdict> verdicts, std::string& out) {
   size_t reason_bytes = 0;
   for (const EncodedVerdict& v : verdicts) reason_bytes += v.reason_json.size();
   if (args.full_mode) {
@@ -73,6 +73,7 @@ void encode_filter_result(const ExtenderArgs& args, std::span<const EncodedVerdi
     out += "{\"Nodes\":null";
   }
   out += ",\"NodeNames\":[";
+  ByteRange names{out.size() - 1, 0};
   bool first = true;
   for (size_t i = 0; i < verdicts.size(); ++i) {
     if (verdicts[i].fit != Fit::kPass) continue;
@@ -81,12 +82,14 @@ void encode_filter_result(const ExtenderArgs& args, std::span<const EncodedVerdi
     append_name(out, args.node_names[i], args.names_verbatim);
   }
   out.push_back(']');
+  names.end = out.size();
   append_failed_map(out, "FailedNodes", args, verdicts, Fit::kResolvable);
   append_failed_map(out, "FailedAndUnresolvableNodes", args, verdicts, Fit::kUnresolvable);
   out += ",\"Error\":\"\"}";
+  return names;
 }
 
-void encode_filter_result(const ExtenderArgs& args, std::span<const NodeVerdict> verdicts, std::string& out) {
+ByteRange encode_filter_result(const ExtenderArgs& args, std::span<const NodeVerdict> verdicts, std::string& out) {
   // All reasons escaped into one buffer first, then viewed (the buffer no longer moves).
   std::string reasons;
   std::vector<size_t> ends(verdicts.size());
@@ -97,7 +100,7 @@ void encode_filter_result(const ExtenderArgs& args, std::span<const NodeVerdict>
   std::vector<EncodedVerdict> encoded(verdicts.size());
   for (size_t i = 0, start = 0; i < verdicts.size(); start = ends[i++])
     encoded[i] = {verdicts[i].fit, std::string_view(reasons).substr(start, ends[i] - start)};
-  encode_filter_result(args, encoded, out);
+  return encode_filter_result(args, encoded, out);
 }
 
 void encode_filter_error(std::string_view error, std::string& out) {

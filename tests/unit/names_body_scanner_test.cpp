@@ -38,7 +38,7 @@ std::string outcome(const std::string& body) {
 
 bool plain(const std::string& text, std::vector<std::string_view>& names) {
   const std::string body = with_padding(text);
-  wire::PlainNamesBody out{{}, &names};
+  wire::PlainNamesBody out{{}, &names, {}};
   return wire::scan_plain_names_body(body, body.data() + body.capacity(), out);
 }
 

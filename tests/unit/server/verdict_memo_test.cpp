@@ -37,6 +37,15 @@ std::string names_body(const std::string& uid, int gpus, const std::string& anno
          R"("}}}]}},"NodeNames":["small","large","unknown"]})";
 }
 
+// Nodes that carry nothing but a name.
+void add_bare_nodes(ClusterView& view, std::initializer_list<const char*> names) {
+  NodeView node;
+  for (const char* name : names) {
+    node.name = name;
+    view.upsert_node(node);
+  }
+}
+
 // Per node name: "pass", or the map it failed into with its reason.
 std::map<std::string, std::string> verdicts(const ExtenderService& service, const std::string& body) {
   VerbSummary summary;
@@ -128,11 +137,7 @@ TEST_CASE("verdict memo: a reloaded policy judges every node again") {
 
 TEST_CASE("names lookup: slots stay with their nodes, and a memo is refreshed only where a node changed") {
   ClusterView view;
-  NodeView node;
-  for (const char* name : {"n1", "n2"}) {
-    node.name = name;
-    view.upsert_node(node);
-  }
+  add_bare_nodes(view, {"n1", "n2"});
   NodeMemo memo;
   std::vector<uint32_t> slots;
   const std::vector<std::string_view> names{"n2", "n1", "gone"};
@@ -156,8 +161,7 @@ TEST_CASE("names lookup: slots stay with their nodes, and a memo is refreshed on
   view.lookup(names, slots, memo);
   CHECK(slots[1] == NodeMemo::kNoSlot);
   view.release_assumed("p");  // now the entry goes, and its slot is free for the next node
-  node.name = "n3";
-  view.upsert_node(node);
+  add_bare_nodes(view, {"n3"});
   const std::vector<std::string_view> n3{"n3"};
   view.lookup(n3, slots, memo);
   REQUIRE(slots[0] == n1);  // the slot is reused...
@@ -178,4 +182,59 @@ TEST_CASE("prioritize: the request log names the best three nodes, best first") 
   CHECK(scores["unknown"] == 0);
   CHECK(summary.top_scores == "small=" + std::to_string(scores["small"]) + " large=" +
                                   std::to_string(scores["large"]) + " unknown=0");
+}
+
+TEST_CASE("names lookup: a list seen lately is taken by its bytes while the view's names stand") {
+  ClusterView view;
+  add_bare_nodes(view, {"n1", "n2"});
+  NodeMemo memo;
+  std::vector<uint32_t> first, again;
+  const std::string json = R"(["n1","n2"])";
+  view.lookup(std::vector<std::string_view>{"n1", "n2"}, first, memo, json);
+  REQUIRE(first[0] != NodeMemo::kNoSlot);
+  // The same bytes: the slots remembered, not the names given (which a real body could not differ
+  // from; here they show which of the two answered).
+  view.lookup(std::vector<std::string_view>{"n2", "n1"}, again, memo, json);
+  CHECK(again == first);
+  // A node goes and another takes its slot: the bytes are the same, the names are looked up again.
+  view.delete_node("n1");
+  add_bare_nodes(view, {"n3"});
+  view.lookup(std::vector<std::string_view>{"n1", "n2"}, again, memo, json);
+  CHECK(again[0] == NodeMemo::kNoSlot);
+  CHECK(again[1] == first[1]);
+}
+
+namespace {
+// kube-scheduler's cycle for one pod: /filter, then /prioritize of the names the filter passed, in the
+// order of its answer. The answers, as text.
+std::pair<std::string, std::string> cycle(const ExtenderService& service, const std::string& uid, int gpus) {
+  VerbSummary summary;
+  const Reply filtered = service.handle(Verb::kFilter, names_body(uid, gpus), summary);
+  REQUIRE(filtered.status == 200);
+  const auto passed = nlohmann::json::parse(filtered.body)["NodeNames"];
+  std::string body = names_body(uid, gpus);
+  body = body.substr(0, body.find(R"("NodeNames":)")) + R"("NodeNames":)" + passed.dump() + "}";
+  const Reply scored = service.handle(Verb::kPrioritize, body, summary);
+  REQUIRE(scored.status == 200);
+  return {filtered.body, scored.body};
+}
+}  // namespace
+
+TEST_CASE("score memo: kept scores and remembered lists answer as a fresh workspace does, as usage changes") {
+  auto policy = Policy::build(default_policy_config());
+  auto view = two_node_cluster(policy->schema());
+  const ExtenderService kept(ServiceParts{policy, nullptr, view, nullptr});
+  ResourceAmounts one;
+  one.set(ViewSchema::kGpuResource, 1000);
+  for (int pod = 0; pod < 6; ++pod) {
+    const std::string uid = "p" + std::to_string(pod);
+    const auto answers = cycle(kept, uid, 1);
+    const ExtenderService fresh(ServiceParts{policy, nullptr, view, nullptr});
+    CHECK(answers == cycle(fresh, uid, 1));
+    view->assume_pod(uid, pod % 3 == 0 ? "small" : "large", one);  // bound: the next pod sees it
+  }
+  // By now small is full and large has some GPUs in use: both answers changed along the way.
+  const auto last = cycle(kept, "last", 1);
+  CHECK(last.first.find(R"("small":)") != std::string::npos);  // small fails now
+  CHECK(last.second.find(R"("Host":"large")") != std::string::npos);
 }
