@@ -151,6 +151,9 @@ const ExtenderArgs& WireDecoder::decode_extender_args(const std::string& body, c
   reset(args);
   if (impl_->decode_plain_names_body(body, schema)) return args;
   reset(args);
+  // Escapes are searched by one forward scan of the body (json_access.h). A body without padding room
+  // is parsed from a copy: its strings lie outside the scan and are searched one by one, as before.
+  const wire::BackslashScan backslashes(body);
 
   od::document doc = take(impl_->iterate(body), "", "a JSON object");
   bool seen_pod = false, seen_nodes = false, seen_names = false, has_nodes = false, has_names = false;

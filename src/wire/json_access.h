@@ -99,14 +99,47 @@ inline bool is_json_number(std::string_view token) {
 // Whether the literal `token` (white space after it allowed) is exactly `word`.
 inline bool is_literal(std::string_view token, std::string_view word) { return without_trailing_space(token) == word; }
 
+// Where the body being decoded has its next backslash, so that most strings need no search of their
+// own: a 54 MB node list holds millions of short strings, and a memchr call for each cost more than
+// one forward scan of the body. Valid only while a BackslashScan for that body is alive on this
+// thread; without one, every string is searched on its own.
+struct BackslashCursor {
+  const char* scanned_from = nullptr;  // no backslash in [scanned_from, next)
+  const char* next = nullptr;          // the first backslash at or after scanned_from, or end
+  const char* end = nullptr;           // the body's end; null: no scan in progress
+};
+inline thread_local BackslashCursor backslash_cursor;
+
+// For the lifetime of a decode of `body` (it must outlive this object).
+class BackslashScan {
+ public:
+  explicit BackslashScan(std::string_view body) {
+    backslash_cursor = {body.data(), body.data(), body.data() + body.size()};
+  }
+  ~BackslashScan() { backslash_cursor = {}; }
+  BackslashScan(const BackslashScan&) = delete;
+  BackslashScan& operator=(const BackslashScan&) = delete;
+};
+
+// Whether [from, to) holds a backslash.
+inline bool has_backslash(const char* from, const char* to) {
+  BackslashCursor& c = backslash_cursor;
+  if (c.end == nullptr || from < c.scanned_from || to > c.end)  // not within the scan (or behind it)
+    return std::memchr(from, '\\', static_cast<size_t>(to - from)) != nullptr;
+  if (from >= c.next) {  // past the backslash found last: find the next one from here
+    c.scanned_from = from;
+    const void* found = std::memchr(from, '\\', static_cast<size_t>(c.end - from));
+    c.next = found ? static_cast<const char*>(found) : c.end;
+  }
+  return c.next < to;
+}
+
 // Whether a string holds a backslash. On Demand's first pass has found where every string ends and
 // checked its UTF-8 and control characters; only escape sequences are left to check. `token` is the
 // string's raw token (up to the next structural character: the closing quote is inside).
-inline bool has_escape(std::string_view token) { return std::memchr(token.data(), '\\', token.size()) != nullptr; }
+inline bool has_escape(std::string_view token) { return has_backslash(token.data(), token.data() + token.size()); }
 // The same for a key: its bytes run from just after its opening quote to its value's first byte.
-inline bool key_has_escape(const char* raw, const char* value_start) {
-  return std::memchr(raw, '\\', static_cast<size_t>(value_start - raw)) != nullptr;
-}
+inline bool key_has_escape(const char* raw, const char* value_start) { return has_backslash(raw, value_start); }
 
 [[noreturn]] inline void throw_invalid_json(std::string_view field, std::string_view what) {
   throw DecodeError(std::string(field), "not valid JSON: " + std::string(what));

@@ -351,7 +351,13 @@ void decode_node(od::object node, const ViewSchema& schema, NodeView& out) {
           }
           out.gpu_utilization = values[0];
         } else {
-          validate_value(take(m.value(), "metadata", "a value"), "metadata." + std::string(mkey));
+          // The field's full name is put together only on an error (a string per member and node
+          // was a heap allocation each, thousands per request).
+          try {
+            validate_value(take(m.value(), "", "a value"), mkey);
+          } catch (DecodeError& e) {
+            throw e.within("metadata");
+          }
         }
       }
     } else if (equals_ignore_case(key, "status")) {
@@ -361,7 +367,11 @@ void decode_node(od::object node, const ViewSchema& schema, NodeView& out) {
         std::string_view skey = field_key(s, "status");
         const bool capacity = equals_ignore_case(skey, "capacity");
         if (!capacity && !equals_ignore_case(skey, "allocatable")) {
-          validate_value(take(s.value(), "status", "a value"), "status." + std::string(skey));
+          try {
+            validate_value(take(s.value(), "", "a value"), skey);
+          } catch (DecodeError& e) {
+            throw e.within("status");
+          }
           continue;
         }
         od::value list = take(s.value(), "status", "an object");
