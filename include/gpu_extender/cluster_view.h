@@ -51,8 +51,11 @@ struct NodeMemo {
   std::array<RecentList, 2> recent;
   size_t next_recent = 0;
   uint64_t generation = 0;  // of the last lookup
-  // Keeps `json` (the names of `slots`, looked up by the last lookup) for the next requests.
+  // Keeps `json` (the names of `slots`, looked up by the last lookup) for the next requests, unless it
+  // is kept already (a filter that passes every name answers the list it was sent).
   void remember(std::string_view json, std::span<const uint32_t> slots) {
+    for (const RecentList& kept : recent)
+      if (kept.generation == generation && kept.json == json) return;
     RecentList& r = recent[next_recent];
     next_recent = (next_recent + 1) % recent.size();
     r.json.assign(json);

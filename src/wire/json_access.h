@@ -54,10 +54,13 @@ inline bool take_null(od::value& v, std::string_view field) {
   return is_null;
 }
 
+// JSON's white space (RFC 8259: space, tab, line feed, carriage return).
+inline bool is_json_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
 // A token as simdjson gives it (up to the next structural character) without the JSON white space
 // that may follow it.
 inline std::string_view without_trailing_space(std::string_view token) {
-  while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' || token.back() == '\t'))
+  while (!token.empty() && is_json_space(token.back()))
     token.remove_suffix(1);
   return token;
 }

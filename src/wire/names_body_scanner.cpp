@@ -5,11 +5,10 @@
 #endif
 
 #include "gpu_extender/wire.h"
+#include "json_access.h"
 
 namespace gpu_extender::wire {
 namespace {
-
-bool is_json_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
 // Reads a body left to right; every `expect` or scan either advances or reports "not plain".
 class Cursor {
