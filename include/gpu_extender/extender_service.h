@@ -104,8 +104,9 @@ class ExtenderService {
   void judge_names(Workspace& ws, const ExtenderArgs& args) const;
   // Fresh Prometheus utilisation into the inputs gpuIdle scores (none without --prometheus-url).
   void add_live_utilization(std::vector<NodeInput>& inputs) const;
-  // Names-mode prioritize: ws.sheet for ws.scored_inputs, the per-node scorers' raw scores kept in
-  // the workspace's memo by slot and computed only for nodes that changed since (see Policy::score_alone).
+  // Names-mode prioritize: ws.sheet.final for ws.scored_slots, the per-node scorers' raw scores (and,
+  // when only those apply, their weighted mean) kept in the workspace's memo by slot and computed only
+  // for nodes that changed since (see Policy::score_alone).
   void score_names(Workspace& ws, const PodRequest& pod) const;
   // The checks and bookkeeping of /bind around the API call; "" when bound.
   std::string bind_pod(const BindingArgs& args, VerbSummary& summary) const;

@@ -109,6 +109,13 @@ class Policy {
                    std::vector<double>& scratch) const;
   void score(const PodRequest& pod, std::span<const NodeInput> nodes, ScoreSheet& sheet,
              std::span<const double> alone) const;
+  // Whether every scorer that applies to `pod` is per-node: a node's combined score is then its own,
+  // and a caller may keep that too (combine gives it, as score computes it, from the node's raw
+  // scores laid out as score_alone writes them).
+  bool scores_nodes_alone(const PodRequest& pod) const;
+  double combine(const PodRequest& pod, std::span<const double> raw_of_node) const;
+  // Combined scores (0..100) to the scheduler's 0..10, by the configured scaling.
+  void scale(std::span<const double> combined, std::vector<int64_t>& final, ScoreOrder& order) const;
 
  private:
   PolicyConfig config_;

@@ -17,9 +17,9 @@ inline constexpr int64_t kMaxExtenderPriority = 10;
 
 // `order`: working space, kept by the caller across requests.
 struct ScoreOrder {
-  std::vector<double> distinct;  // few distinct raw values: each, best first
-  std::vector<int64_t> score;    // and the score of each
-  std::vector<std::pair<double, size_t>> by_value;  // many: every raw value and its node, best first
+  std::vector<double> best;    // the best distinct raw values (at most 64), best first
+  std::vector<int64_t> score;  // and the score of each
+  std::vector<std::pair<double, size_t>> by_value;  // when those cannot decide: every raw value and its node, best first
 };
 void scale_scores(std::span<const double> raw, std::vector<int64_t>& out, ScoreOrder& order);
 inline void scale_scores(std::span<const double> raw, std::vector<int64_t>& out) {

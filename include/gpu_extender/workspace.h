@@ -34,6 +34,7 @@ struct VerdictMemo {
   std::vector<uint64_t> scored_version;
   std::vector<std::optional<double>> scored_live;
   std::vector<double> raw_scores;
+  std::vector<double> combined;  // per slot, their weighted mean, when every scorer that applies is per-node
 };
 
 struct Workspace {
@@ -54,9 +55,10 @@ struct Workspace {
   std::vector<const NodeVerdict*> verdict_of;                   // filter: one per node name
   std::vector<NodeVerdict> verdicts;                            // judged for this request only
   std::vector<std::string> reason_json;                         // names mode: reasons of unknown names, as JSON
-  std::vector<NodeInput> scored_inputs;  // prioritize: the inputs that pass the filter
-  std::vector<uint32_t> scored_slots;    // names-mode prioritize: the slot of each scored input
-  std::vector<NodeInput> stale_inputs;   // names-mode prioritize: scored inputs the memo had no scores for
+  std::vector<NodeInput> scored_inputs;  // prioritize: the inputs that pass the filter (names mode: when scored together)
+  std::vector<uint32_t> scored_slots;    // names-mode prioritize: the slots that pass the filter
+  std::vector<std::optional<double>> scored_live;  // names-mode prioritize: their live GPU utilisation
+  std::vector<NodeInput> stale_inputs;   // names-mode prioritize: scored nodes the memo had no scores for
   std::vector<double> stale_raw, alone, score_scratch;  // names-mode prioritize: raw scores, see score_names
   std::vector<int64_t> scores;           // prioritize: one per node name
   ScoreSheet sheet;

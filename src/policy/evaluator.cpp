@@ -1,4 +1,5 @@
 // Policy: composition of the predicates and scorers a configuration names.
+#include <algorithm>
 #include <set>
 
 #include "gpu_extender/policy.h"
@@ -116,8 +117,32 @@ void Policy::score(const PodRequest& pod, std::span<const NodeInput> nodes, Scor
   // A pod no scorer has an opinion on gets the same (zero) score everywhere: neutral.
   if (total_weight > 0)
     for (double& value : sheet.combined) value /= total_weight;
-  if (config_.score_scaling == ScoreScaling::kProportional) scale_scores_proportionally(sheet.combined, sheet.final);
-  else scale_scores(sheet.combined, sheet.final, sheet.order);
+  scale(sheet.combined, sheet.final, sheet.order);
+}
+
+bool Policy::scores_nodes_alone(const PodRequest& pod) const {
+  return std::all_of(scorers_.begin(), scorers_.end(), [&](const auto& scorer_and_weight) {
+    const auto& [scorer, weight] = scorer_and_weight;
+    return weight <= 0 || scorer->per_node() || !scorer->applies(pod);
+  });
+}
+
+double Policy::combine(const PodRequest& pod, std::span<const double> raw_of_node) const {
+  // The same operations in the same order as score(), so that the two agree to the last bit.
+  double combined = 0.0;
+  double total_weight = 0;
+  for (size_t s = 0; s < scorers_.size(); ++s) {
+    const auto& [scorer, weight] = scorers_[s];
+    if (weight <= 0 || !scorer->applies(pod)) continue;
+    total_weight += weight;
+    combined += weight * raw_of_node[s];
+  }
+  return total_weight > 0 ? combined / total_weight : combined;
+}
+
+void Policy::scale(std::span<const double> combined, std::vector<int64_t>& final, ScoreOrder& order) const {
+  if (config_.score_scaling == ScoreScaling::kProportional) scale_scores_proportionally(combined, final);
+  else scale_scores(combined, final, order);
 }
 
 }  // namespace gpu_extender

@@ -184,36 +184,66 @@ void ExtenderService::judge_names(Workspace& ws, const ExtenderArgs& args) const
 void ExtenderService::score_names(Workspace& ws, const PodRequest& pod) const {
   VerdictMemo& memo = ws.verdict_memo;  // judge_names has reset it for another pod or policy
   const NodeMemo& nodes = ws.node_memo;
-  const size_t per_slot = ws.policy->scorer_count();
+  const Policy& policy = *ws.policy;
+  const size_t per_slot = policy.scorer_count();
   if (memo.scored_version.size() < nodes.version.size()) {
     memo.scored_version.resize(nodes.version.size(), 0);
     memo.scored_live.resize(nodes.version.size());
+    memo.combined.resize(nodes.version.size());
   }
   memo.raw_scores.resize(memo.scored_version.size() * per_slot);
+  // Live utilisation (with --prometheus-url) is part of a node's state for gpuIdle: a change scores
+  // the node again.
+  const size_t count = ws.scored_slots.size();
+  ws.scored_live.assign(count, std::nullopt);
+  if (parts_.utilization) {
+    const auto now = GpuUtilizationSource::Clock::now();
+    for (size_t k = 0; k < count; ++k)
+      ws.scored_live[k] = parts_.utilization->fresh(nodes.node[ws.scored_slots[k]]->view().name, now);
+  }
   ws.stale_inputs.clear();
   ws.stale_slots.clear();
-  for (size_t k = 0; k < ws.scored_inputs.size(); ++k) {
+  for (size_t k = 0; k < count; ++k) {
     const uint32_t slot = ws.scored_slots[k];
-    const NodeInput& input = ws.scored_inputs[k];
-    if (memo.scored_version[slot] == nodes.version[slot] && memo.scored_live[slot] == input.live_gpu_utilization)
-      continue;
+    if (memo.scored_version[slot] == nodes.version[slot] && memo.scored_live[slot] == ws.scored_live[k]) continue;
     memo.scored_version[slot] = nodes.version[slot];  // also once only for a name sent twice
-    memo.scored_live[slot] = input.live_gpu_utilization;
+    memo.scored_live[slot] = ws.scored_live[k];
     ws.stale_slots.push_back(slot);
-    ws.stale_inputs.push_back(input);
+    NodeInput& input = ws.stale_inputs.emplace_back(&nodes.node[slot]->view(), &nodes.used[slot]);
+    input.live_gpu_utilization = ws.scored_live[k];
   }
+  const bool alone = policy.scores_nodes_alone(pod);
   if (!ws.stale_inputs.empty()) {
     ws.stale_raw.assign(ws.stale_inputs.size() * per_slot, 0.0);
-    ws.policy->score_alone(pod, ws.stale_inputs, ws.stale_raw, ws.score_scratch);
-    for (size_t k = 0; k < ws.stale_slots.size(); ++k)
-      std::copy_n(ws.stale_raw.begin() + static_cast<std::ptrdiff_t>(k * per_slot), per_slot,
-                  memo.raw_scores.begin() + static_cast<std::ptrdiff_t>(ws.stale_slots[k] * per_slot));
+    policy.score_alone(pod, ws.stale_inputs, ws.stale_raw, ws.score_scratch);
+    for (size_t k = 0; k < ws.stale_slots.size(); ++k) {
+      const std::span<const double> raw(ws.stale_raw.data() + k * per_slot, per_slot);
+      const uint32_t slot = ws.stale_slots[k];
+      std::copy(raw.begin(), raw.end(), memo.raw_scores.begin() + static_cast<std::ptrdiff_t>(slot * per_slot));
+      if (alone) memo.combined[slot] = policy.combine(pod, raw);
+    }
   }
-  ws.alone.resize(ws.scored_inputs.size() * per_slot);
-  for (size_t k = 0; k < ws.scored_slots.size(); ++k)
-    std::copy_n(memo.raw_scores.begin() + static_cast<std::ptrdiff_t>(ws.scored_slots[k] * per_slot), per_slot,
+  ScoreSheet& sheet = ws.sheet;
+  if (alone) {
+    // Every scorer that applies scores a node alone: the kept combined scores are the sheet's, and
+    // only the scaling (which ranks the nodes together) is done again. sheet.columns are not filled.
+    sheet.combined.resize(count);
+    for (size_t k = 0; k < count; ++k) sheet.combined[k] = memo.combined[ws.scored_slots[k]];
+    policy.scale(sheet.combined, sheet.final, sheet.order);
+    return;
+  }
+  // A scorer ranks the nodes against one another (resourcePacking): score them all, with the kept
+  // raw scores of the others.
+  ws.scored_inputs.clear();
+  ws.alone.resize(count * per_slot);
+  for (size_t k = 0; k < count; ++k) {
+    const uint32_t slot = ws.scored_slots[k];
+    NodeInput& input = ws.scored_inputs.emplace_back(&nodes.node[slot]->view(), &nodes.used[slot]);
+    input.live_gpu_utilization = ws.scored_live[k];
+    std::copy_n(memo.raw_scores.begin() + static_cast<std::ptrdiff_t>(slot * per_slot), per_slot,
                 ws.alone.begin() + static_cast<std::ptrdiff_t>(k * per_slot));
-  ws.policy->score(pod, ws.scored_inputs, ws.sheet, ws.alone);
+  }
+  policy.score(pod, ws.scored_inputs, sheet, ws.alone);
 }
 
 void ExtenderService::add_live_utilization(std::vector<NodeInput>& inputs) const {
@@ -309,6 +339,8 @@ int ExtenderService::prioritize(Workspace& ws, VerbSummary& summary) const {
       scored[i] = ws.verdicts[i].passed() ? ws.scored_inputs.size() : kNotCached;
       if (ws.verdicts[i].passed()) ws.scored_inputs.push_back(ws.inputs[i]);
     }
+    add_live_utilization(ws.scored_inputs);
+    ws.policy->score(args.pod, ws.scored_inputs, ws.sheet);
   } else {
     judge_names(ws, args);
     scored.assign(args.node_names.size(), kNotCached);  // names the cache lacks score 0
@@ -316,14 +348,11 @@ int ExtenderService::prioritize(Workspace& ws, VerbSummary& summary) const {
     for (size_t i = 0; i < scored.size(); ++i) {
       const uint32_t slot = ws.slots[i];
       if (slot == NodeMemo::kNoSlot || !ws.verdict_memo.verdict[slot].passed()) continue;
-      scored[i] = ws.scored_inputs.size();
-      ws.scored_inputs.push_back({&ws.node_memo.node[slot]->view(), &ws.node_memo.used[slot]});
+      scored[i] = ws.scored_slots.size();
       ws.scored_slots.push_back(slot);
     }
+    score_names(ws, args.pod);
   }
-  add_live_utilization(ws.scored_inputs);
-  if (args.full_mode) ws.policy->score(args.pod, ws.scored_inputs, ws.sheet);
-  else score_names(ws, args.pod);
   ws.scores.assign(args.node_names.size(), 0);
   for (size_t i = 0; i < ws.scores.size(); ++i)
     if (scored[i] != kNotCached) ws.scores[i] = ws.sheet.final[scored[i]];

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <set>
 
 #include "gpu_extender/score_scaling.h"
 
@@ -97,6 +98,32 @@ TEST_CASE("scaling: the same scores as sorting every node, for few and for many 
     INFO("round " << round);
     CHECK(scaled(raw) == scaled_by_sorting_all(raw));
   }
+}
+
+TEST_CASE("scaling: many distinct values, in any order, score as sorting every node does") {
+  std::mt19937 random(11);
+  for (int round = 0; round < 60; ++round) {
+    const size_t nodes = 100 + random() % 3000;
+    std::vector<double> raw;
+    for (size_t i = 0; i < nodes; ++i) raw.push_back(static_cast<double>(random() % 100000) / 1000.0);
+    if (round % 3 == 1) std::sort(raw.begin(), raw.end());  // every value a new best: the kept list churns
+    if (round % 3 == 2) std::sort(raw.begin(), raw.end(), std::greater<>());
+    INFO("round " << round);
+    CHECK(scaled(raw) == scaled_by_sorting_all(raw));
+  }
+}
+
+TEST_CASE("scaling: when the best distinct values hold few levels, the rest still score as sorting every node does") {
+  // 11 levels, each of 10 values within noise of one another: 110 distinct values, of which the 64
+  // best hold only 7 levels. The whole has 11, so every level keeps a score of its own: 10 down to 0.
+  std::vector<double> raw;
+  for (int level = 0; level < 11; ++level)
+    for (int k = 0; k < 10; ++k)
+      for (int copies = 0; copies < 3; ++copies) raw.push_back(100.0 - 9.0 * level - 1e-11 * k);
+  std::shuffle(raw.begin(), raw.end(), std::mt19937(3));
+  const std::vector<int64_t> expected = scaled_by_sorting_all(raw);
+  CHECK(scaled(raw) == expected);
+  CHECK(std::set<int64_t>(expected.begin(), expected.end()).size() == 11);
 }
 
 TEST_CASE("scaling: a NaN raw score counts as 0 instead of breaking the order") {

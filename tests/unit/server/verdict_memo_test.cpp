@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "gpu_extender/cluster_view.h"
 #include "gpu_extender/extender_service.h"
@@ -237,4 +238,71 @@ TEST_CASE("score memo: kept scores and remembered lists answer as a fresh worksp
   const auto last = cycle(kept, "last", 1);
   CHECK(last.first.find(R"("small":)") != std::string::npos);  // small fails now
   CHECK(last.second.find(R"("Host":"large")") != std::string::npos);
+}
+
+TEST_CASE("score memo: names mode scores as full mode does, whether a pod's scorers rank nodes alone or together") {
+  // Pods of 1 GPU (every scorer that applies scores a node alone: the memo keeps combined scores) and
+  // of 1 GPU and 1 aaa (resourcePacking ranks the nodes together), one after another, each bound to a
+  // node in turn. Full mode computes every score afresh from the node objects: the reference.
+  auto policy = Policy::build(default_policy_config());
+  auto view = std::make_shared<ClusterView>();
+  nlohmann::json items = nlohmann::json::array();
+  nlohmann::json names = nlohmann::json::array();
+  {
+    WireDecoder decoder;
+    NodeView node;
+    for (int i = 0; i < 24; ++i) {
+      const std::string name = "n" + std::to_string(i);
+      const std::string gpus = std::to_string(1 + i % 8), aaa = std::to_string(i % 5);
+      const nlohmann::json object = {
+          {"metadata",
+           {{"name", name}, {"labels", {{"gpu.nvidia.com/model", "A100"}, {"gpu.nvidia.com/count", gpus}}}}},
+          {"status", {{"allocatable", {{"nvidia.com/gpu", gpus}, {"custom.resource/aaa", aaa}}}}}};
+      decoder.decode_node_event(nlohmann::json{{"type", "ADDED"}, {"object", object}}.dump(), policy->schema(), node);
+      view->upsert_node(node);
+      items.push_back(object);
+      names.push_back(name);
+    }
+  }
+  view->mark_nodes_synced();
+  view->mark_pods_synced();
+  ServiceParts parts{policy, view, view, nullptr};
+  parts.bind_wait = std::chrono::milliseconds(0);
+  const ExtenderService service(parts);
+  for (int p = 0; p < 16; ++p) {
+    const bool packed = p % 4 >= 2;  // two pods of each kind in turn: the memo is kept, then reset
+    nlohmann::json requests = {{"nvidia.com/gpu", "1"}};
+    if (packed) requests["custom.resource/aaa"] = "1";
+    const std::string uid = "u" + std::to_string(p);
+    const nlohmann::json pod = {
+        {"metadata", {{"name", "p" + std::to_string(p)}, {"namespace", "ml"}, {"uid", uid}}},
+        {"spec", {{"containers", {{{"name", "c"}, {"resources", {{"requests", requests}}}}}}}}};
+    VerbSummary summary;
+    const Reply filtered =
+        service.handle(Verb::kFilter, nlohmann::json{{"Pod", pod}, {"NodeNames", names}}.dump(), summary);
+    REQUIRE(filtered.status == 200);
+    const nlohmann::json passed = nlohmann::json::parse(filtered.body)["NodeNames"];
+    REQUIRE(passed.size() > 2);
+    const Reply by_name =
+        service.handle(Verb::kPrioritize, nlohmann::json{{"Pod", pod}, {"NodeNames", passed}}.dump(), summary);
+    nlohmann::json passed_items = nlohmann::json::array();
+    for (const auto& item : items)
+      if (std::find(passed.begin(), passed.end(), item["metadata"]["name"]) != passed.end()) passed_items.push_back(item);
+    const Reply by_object = service.handle(
+        Verb::kPrioritize, nlohmann::json{{"Pod", pod}, {"Nodes", {{"items", passed_items}}}}.dump(), summary);
+    INFO("pod " << p << (packed ? " (aaa)" : ""));
+    REQUIRE(by_name.status == 200);
+    REQUIRE(by_object.status == 200);
+    std::map<std::string, int64_t> name_scores, object_scores;
+    for (const auto& host : nlohmann::json::parse(by_name.body)) name_scores[host["Host"]] = host["Score"];
+    for (const auto& host : nlohmann::json::parse(by_object.body)) object_scores[host["Host"]] = host["Score"];
+    CHECK(name_scores == object_scores);
+    std::set<int64_t> distinct;
+    for (const auto& [name, score] : name_scores) distinct.insert(score);
+    CHECK(distinct.size() > 1);
+    ResourceAmounts amounts;
+    amounts.set(ViewSchema::kGpuResource, 1000);
+    if (packed) amounts.set(ViewSchema::kPackedResource, 1000);
+    view->assume_pod(uid, passed[static_cast<size_t>(p * 7) % passed.size()].get<std::string>(), amounts);
+  }
 }
