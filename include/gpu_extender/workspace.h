@@ -57,7 +57,7 @@ struct Workspace {
   std::vector<std::string> reason_json;                         // names mode: reasons of unknown names, as JSON
   std::vector<NodeInput> scored_inputs;  // prioritize: the inputs that pass the filter (names mode: when scored together)
   std::vector<uint32_t> scored_slots;    // names-mode prioritize: the slots that pass the filter
-  std::vector<std::optional<double>> scored_live;  // names-mode prioritize: their live GPU utilisation
+  std::vector<std::optional<double>> scored_live;  // names-mode prioritize: their live GPU utilisation (with --prometheus-url)
   std::vector<NodeInput> stale_inputs;   // names-mode prioritize: scored nodes the memo had no scores for
   std::vector<double> stale_raw, alone, score_scratch;  // names-mode prioritize: raw scores, see score_names
   std::vector<int64_t> scores;           // prioritize: one per node name

@@ -195,22 +195,23 @@ void ExtenderService::score_names(Workspace& ws, const PodRequest& pod) const {
   // Live utilisation (with --prometheus-url) is part of a node's state for gpuIdle: a change scores
   // the node again.
   const size_t count = ws.scored_slots.size();
-  ws.scored_live.assign(count, std::nullopt);
   if (parts_.utilization) {
+    ws.scored_live.resize(count);
     const auto now = GpuUtilizationSource::Clock::now();
     for (size_t k = 0; k < count; ++k)
       ws.scored_live[k] = parts_.utilization->fresh(nodes.node[ws.scored_slots[k]]->view().name, now);
   }
+  const auto live = [&](size_t k) { return parts_.utilization ? ws.scored_live[k] : std::nullopt; };
   ws.stale_inputs.clear();
   ws.stale_slots.clear();
   for (size_t k = 0; k < count; ++k) {
     const uint32_t slot = ws.scored_slots[k];
-    if (memo.scored_version[slot] == nodes.version[slot] && memo.scored_live[slot] == ws.scored_live[k]) continue;
+    if (memo.scored_version[slot] == nodes.version[slot] && memo.scored_live[slot] == live(k)) continue;
     memo.scored_version[slot] = nodes.version[slot];  // also once only for a name sent twice
-    memo.scored_live[slot] = ws.scored_live[k];
+    memo.scored_live[slot] = live(k);
     ws.stale_slots.push_back(slot);
     NodeInput& input = ws.stale_inputs.emplace_back(&nodes.node[slot]->view(), &nodes.used[slot]);
-    input.live_gpu_utilization = ws.scored_live[k];
+    input.live_gpu_utilization = live(k);
   }
   const bool alone = policy.scores_nodes_alone(pod);
   if (!ws.stale_inputs.empty()) {
@@ -239,7 +240,7 @@ void ExtenderService::score_names(Workspace& ws, const PodRequest& pod) const {
   for (size_t k = 0; k < count; ++k) {
     const uint32_t slot = ws.scored_slots[k];
     NodeInput& input = ws.scored_inputs.emplace_back(&nodes.node[slot]->view(), &nodes.used[slot]);
-    input.live_gpu_utilization = ws.scored_live[k];
+    input.live_gpu_utilization = live(k);
     std::copy_n(memo.raw_scores.begin() + static_cast<std::ptrdiff_t>(slot * per_slot), per_slot,
                 ws.alone.begin() + static_cast<std::ptrdiff_t>(k * per_slot));
   }

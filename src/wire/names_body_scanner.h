@@ -19,6 +19,7 @@ struct PlainNamesBody {
   std::string_view pod;  // the Pod value's bytes, from '{' to its '}': still to be parsed and validated
   std::vector<std::string_view>* names;  // appended to: views into the body, escapes-free by construction
   std::string_view names_json;           // the NodeNames array's bytes, '[' to ']'
+  bool names_compact = false;            // the array was Go's compact form, read 64 bytes at a time
 };
 
 // Whether `body` has the plain shape; if so, its names are appended to *out.names and out.pod is set.

@@ -4,15 +4,35 @@
 namespace gpu_extender {
 namespace {
 
-// A node name in an answer: copied when the request's names are their own JSON encoding.
-void append_name(std::string& out, std::string_view name, bool verbatim) {
-  if (!verbatim) {
-    append_json_string(out, name);
-    return;
+// The names of the nodes that passed, as a JSON array (its bytes are what /prioritize is sent next).
+ByteRange append_passing_names(std::string& out, const ExtenderArgs& args, std::span<const EncodedVerdict> verdicts) {
+  ByteRange names{out.size(), 0};
+  out.push_back('[');
+  bool first = true;
+  if (args.names_verbatim) {
+    size_t bytes = 0;
+    for (size_t i = 0; i < verdicts.size(); ++i)
+      if (verdicts[i].fit == Fit::kPass) bytes += args.node_names[i].size() + 3;
+    PresizedAppender append(out, bytes);
+    for (size_t i = 0; i < verdicts.size(); ++i) {
+      if (verdicts[i].fit != Fit::kPass) continue;
+      if (!first) append.put(',');
+      first = false;
+      append.put('"');
+      append.put(args.node_names[i]);
+      append.put('"');
+    }
+  } else {
+    for (size_t i = 0; i < verdicts.size(); ++i) {
+      if (verdicts[i].fit != Fit::kPass) continue;
+      if (!first) out.push_back(',');
+      first = false;
+      append_json_string(out, args.node_names[i]);
+    }
   }
-  out.push_back('"');
-  out += name;
-  out.push_back('"');
+  out.push_back(']');
+  names.end = out.size();
+  return names;
 }
 
 void append_failed_map(std::string& out, std::string_view key, const ExtenderArgs& args,
@@ -72,17 +92,8 @@ ByteRange encode_filter_result(const ExtenderArgs& args, std::span<const Encoded
     out.reserve(out.size() + reason_bytes + 48 * verdicts.size() + 128);
     out += "{\"Nodes\":null";
   }
-  out += ",\"NodeNames\":[";
-  ByteRange names{out.size() - 1, 0};
-  bool first = true;
-  for (size_t i = 0; i < verdicts.size(); ++i) {
-    if (verdicts[i].fit != Fit::kPass) continue;
-    if (!first) out.push_back(',');
-    first = false;
-    append_name(out, args.node_names[i], args.names_verbatim);
-  }
-  out.push_back(']');
-  names.end = out.size();
+  out += ",\"NodeNames\":";
+  const ByteRange names = append_passing_names(out, args, verdicts);
   append_failed_map(out, "FailedNodes", args, verdicts, Fit::kResolvable);
   append_failed_map(out, "FailedAndUnresolvableNodes", args, verdicts, Fit::kUnresolvable);
   out += ",\"Error\":\"\"}";

@@ -39,12 +39,13 @@ std::string outcome(const std::string& body) {
 }
 
 // The names the scanner reads from `text`, copied out of the body; nothing when it leaves the body to
-// the general decoder.
-std::optional<std::vector<std::string>> plain(const std::string& text) {
+// the general decoder. `compact`: whether it read them as Go's compact array, 64 bytes at a time.
+std::optional<std::vector<std::string>> plain(const std::string& text, bool* compact = nullptr) {
   const std::string body = with_padding(text);
   std::vector<std::string_view> names;
   wire::PlainNamesBody out{{}, &names, {}};
   if (!wire::scan_plain_names_body(body, body.data() + body.capacity(), out)) return std::nullopt;
+  if (compact != nullptr) *compact = out.names_compact;
   return std::vector<std::string>(names.begin(), names.end());
 }
 
@@ -125,4 +126,62 @@ TEST_CASE("names scanner: a names body one byte at a time shorter never decodes 
     INFO(text);
     CHECK(outcome(with_padding(text)) == outcome(std::string(text.data(), text.size())));
   }
+}
+
+TEST_CASE("names scanner: compact name lists read 64 bytes at a time agree with the byte-by-byte reading") {
+  // Every list is tried with its bytes shifted 0..64 places (a first name of growing length), so each
+  // quote, comma and bracket falls on every place of a 64-byte block, including its edges.
+  const std::vector<std::vector<std::string>> lists = {
+      {"a"},
+      {"", "b", ""},  // empty names
+      {"a,b", "c]d", "e[f"},  // commas and brackets inside names are name bytes
+      {std::string(70, 'x'), "y", std::string(130, 'z')},  // names longer than a block
+      {"gpu-0001", "gpu-0002", "gpu-0003", "gpu-0004", "gpu-0005", "gpu-0006", "gpu-0007", "gpu-0008", "gpu-0009"},
+  };
+  for (size_t shift = 0; shift <= 64; ++shift) {
+    for (const auto& list : lists) {
+      std::vector<std::string> names = list;
+      names.insert(names.begin(), std::string(shift, 's'));
+      std::string array = "[";
+      for (size_t i = 0; i < names.size(); ++i) array += (i ? ",\"" : "\"") + names[i] + "\"";
+      array += "]";
+      const std::string body = R"({"Pod":)" + kPod + R"(,"NodeNames":)" + array + "}";
+      INFO(body);
+      bool compact = false;
+      const auto taken = plain(body, &compact);
+      REQUIRE(taken);
+      CHECK(compact);
+      CHECK(*taken == names);
+      CHECK(outcome(with_padding(body)) == outcome(std::string(body.data(), body.size())));
+    }
+  }
+}
+
+TEST_CASE("names scanner: a compact list that is not quite one is read byte by byte, with the same answer") {
+  const std::vector<std::string> arrays = {
+      R"(["a",,"b"])", R"(["a""b"])", R"(["a",])", R"([,"a"])", R"(["a"b"])",
+      R"(["a", "b"])", R"(["a","b" ])",  // white space: not compact, still plain
+      R"(["a","b\"c"])", "[\"a\",\"b\x1f\"]", "[\"a\",\"b\xc3\xa9\"]", R"(["a","b")", R"(["a","b"}])",
+  };
+  for (size_t shift = 0; shift <= 64; ++shift) {
+    for (const std::string& array : arrays) {
+      const std::string padded = "[\"" + std::string(shift, 's') + "\"," + array.substr(1);
+      const std::string body = R"({"Pod":)" + kPod + R"(,"NodeNames":)" + padded + "}";
+      INFO(body);
+      CHECK(outcome(with_padding(body)) == outcome(std::string(body.data(), body.size())));
+      const bool whitespace_only = array.find(' ') != std::string::npos;
+      bool compact = true;
+      CHECK(plain(body, &compact).has_value() == whitespace_only);
+      if (whitespace_only) CHECK_FALSE(compact);
+    }
+  }
+}
+
+TEST_CASE("names scanner: never reads the array's end from past the body") {
+  // The body ends just after a name; the bytes after it (readable, not the body's) close the array.
+  const std::string text = R"({"Pod":)" + kPod + R"(,"NodeNames":["a","b"]})";
+  const std::string_view cut(text.data(), text.size() - 2);
+  std::vector<std::string_view> names;
+  wire::PlainNamesBody out{{}, &names, {}};
+  CHECK_FALSE(wire::scan_plain_names_body(cut, text.data() + text.size(), out));
 }

@@ -3,11 +3,16 @@
 // the answer against what a fresh judgement gives.
 #include <catch2/catch.hpp>
 
+#include <httplib.h>
 #include <nlohmann/json.hpp>
+
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "gpu_extender/cluster_view.h"
 #include "gpu_extender/extender_service.h"
+#include "gpu_extender/gpu_utilization.h"
 
 using namespace gpu_extender;
 
@@ -305,4 +310,71 @@ TEST_CASE("score memo: names mode scores as full mode does, whether a pod's scor
     if (packed) amounts.set(ViewSchema::kPackedResource, 1000);
     view->assume_pod(uid, passed[static_cast<size_t>(p * 7) % passed.size()].get<std::string>(), amounts);
   }
+}
+
+TEST_CASE("score memo: a node whose live GPU utilisation changed is scored again") {
+  // Three identical 4-GPU nodes: only gpuIdle, fed by a (stand-in) Prometheus, tells them apart.
+  std::mutex mutex;
+  std::map<std::string, double> percent;
+  httplib::Server prometheus;
+  prometheus.Get("/api/v1/query", [&](const httplib::Request&, httplib::Response& res) {
+    nlohmann::json result = nlohmann::json::array();
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const auto& [node, value] : percent)
+      result.push_back({{"metric", {{"Hostname", node}}}, {"value", {1.0, std::to_string(value)}}});
+    res.set_content(nlohmann::json{{"status", "success"}, {"data", {{"resultType", "vector"}, {"result", result}}}}.dump(),
+                    "application/json");
+  });
+  const int port = prometheus.bind_to_any_port("127.0.0.1");
+  std::thread serving([&] { prometheus.listen_after_bind(); });
+  GpuUtilizationSource::Options options;
+  options.url = "http://127.0.0.1:" + std::to_string(port);
+  auto utilization = std::make_shared<GpuUtilizationSource>(options, [] { return std::string("gpu"); });
+  auto set = [&](double n1, double n2, double n3) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      percent = {{"n1", n1}, {"n2", n2}, {"n3", n3}};
+    }
+    REQUIRE(utilization->refresh());
+  };
+
+  auto policy = Policy::build(default_policy_config());
+  auto view = std::make_shared<ClusterView>();
+  WireDecoder decoder;
+  NodeView node;
+  for (const char* name : {"n1", "n2", "n3"}) {
+    decoder.decode_node_event(std::string(R"({"type":"ADDED","object":{"metadata":{"name":")") + name +
+                                  R"(","labels":{"gpu.nvidia.com/model":"A100","gpu.nvidia.com/count":"4"}},)" +
+                                  R"("status":{"allocatable":{"nvidia.com/gpu":"4"}}}})",
+                              policy->schema(), node);
+    view->upsert_node(node);
+  }
+  view->mark_nodes_synced();
+  view->mark_pods_synced();
+  ServiceParts parts{policy, view, view, nullptr};
+  parts.bind_wait = std::chrono::milliseconds(0);
+  parts.utilization = utilization;
+  const ExtenderService service(parts);
+  auto scores = [&](const std::string& uid) {
+    VerbSummary summary;
+    const Reply reply = service.handle(
+        Verb::kPrioritize,
+        R"({"Pod":{"metadata":{"name":"p","namespace":"ml","uid":")" + uid +
+            R"("},"spec":{"containers":[{"name":"c","resources":{"requests":{"nvidia.com/gpu":"1"}}}]}},"NodeNames":["n1","n2","n3"]})",
+        summary);
+    std::map<std::string, int64_t> out;
+    for (const auto& host : nlohmann::json::parse(reply.body)) out[host["Host"]] = host["Score"];
+    return out;
+  };
+
+  set(90, 10, 50);
+  auto s = scores("a");
+  CHECK(s["n2"] > s["n3"]);
+  CHECK(s["n3"] > s["n1"]);
+  set(0, 100, 50);  // the same pod's kind again: the memo is kept, and must not keep these nodes' scores
+  s = scores("b");
+  CHECK(s["n1"] > s["n3"]);
+  CHECK(s["n3"] > s["n2"]);
+  prometheus.stop();
+  serving.join();
 }
