@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "bench_support.h"
-#include "raw_http_client.h"
+#include "../tests/integration/raw_http_client.h"
 
 namespace {
 
@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
   const auto deadline = clock::now() + std::chrono::duration<double>(seconds);
 
   if (mode == "latency") {
-    bench::RawHttpClient client(host, port, path, body, headers_for(argc > 7 ? argv[7] : ""));
+    test_support::RawHttpClient client(host, port, path, body, headers_for(argc > 7 ? argv[7] : ""));
     std::vector<double> samples;
     size_t errors = 0, answer_bytes = 0;
     // One warm-up request, then as many as fit (at least 5, at most 2000).
@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
     const auto start = clock::now();
     for (int t = 0; t < concurrency; ++t) {
       threads.emplace_back([&] {
-        bench::RawHttpClient client(host, port, path, body, headers);
+        test_support::RawHttpClient client(host, port, path, body, headers);
         while (clock::now() < deadline) {
           const int status = client.post();
           if (status == 200) {

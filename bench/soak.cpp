@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "bench_support.h"
-#include "raw_http_client.h"
+#include "../tests/integration/raw_http_client.h"
 
 namespace {
 
@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
         if (kind < 6) {  // valid request, kept-alive client
           const size_t b = rng() % bodies.size();
           const std::string& verb = verbs[rng() % verbs.size()];
-          bench::RawHttpClient client(host, port, verb, bodies[b]);
+          test_support::RawHttpClient client(host, port, verb, bodies[b]);
           std::string answer;
           const int status = client.post_and_read(answer);
           if (status >= 500 || status < 0) {
@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
           else ++ok;
         } else if (kind < 8) {  // malformed body: must be a 4xx
           static const char* junk[] = {"{\"Pod\":", "[1,2,3]", "{\"Pod\":{},\"NodeNames\":[1]}", "\xff\xfe{}", "{}"};
-          bench::RawHttpClient client(host, port, "/filter", junk[rng() % 5]);
+          test_support::RawHttpClient client(host, port, "/filter", junk[rng() % 5]);
           std::string answer;
           const int status = client.post_and_read(answer);
           if (status >= 400 && status < 500) ++malformed_ok;
@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
   }
   std::thread health([&] {
     while (!stop) {
-      bench::RawHttpClient client(host, port, "/healthz", "");
+      test_support::RawHttpClient client(host, port, "/healthz", "");
       std::string answer;
       ++health_checks;
       if (client.get_and_read("/healthz", answer) != 200) ++health_failures;

@@ -125,18 +125,19 @@ void encode_host_priorities(std::span<const std::string_view> hosts, std::span<c
   constexpr std::string_view kHost = "{\"Host\":", kScore = ",\"Score\":";
   out.push_back('[');
   if (hosts_verbatim) {
+    // The constant parts in two pieces around the name: 5,000 entries are written per request.
+    constexpr std::string_view kBeforeHost = "{\"Host\":\"", kAfterHost = "\",\"Score\":";
     size_t bytes = 0;
     for (std::string_view host : hosts)
-      bytes += kHost.size() + host.size() + 2 + kScore.size() + PresizedAppender::kMaxIntBytes + 2;
+      bytes += kBeforeHost.size() + host.size() + kAfterHost.size() + PresizedAppender::kMaxIntBytes + 2;
     PresizedAppender append(out, bytes);
     for (size_t i = 0; i < hosts.size(); ++i) {
       if (i) append.put(',');
-      append.put(kHost);
-      append.put('"');
+      append.put(kBeforeHost);
       append.put(hosts[i]);
-      append.put('"');
-      append.put(kScore);
-      append.put_int(scores[i]);
+      append.put(kAfterHost);
+      if (scores[i] >= 0 && scores[i] <= 9) append.put(static_cast<char>('0' + scores[i]));  // most scores
+      else append.put_int(scores[i]);
       append.put('}');
     }
   } else {

@@ -38,7 +38,13 @@ json pending_pod(const std::string& name, int gpus, int aaa) {
 }
 
 SchedulerDriver::SchedulerDriver(FakeApiServer& api, int extender_port, DriverOptions options)
-    : api_(api), port_(extender_port), options_(std::move(options)), rng_(options_.seed), client_("127.0.0.1", extender_port) {
+    : api_(api),
+      port_(extender_port),
+      options_(std::move(options)),
+      rng_(options_.seed),
+      verbs_("127.0.0.1", extender_port, "/", ""),
+      client_("127.0.0.1", extender_port) {
+  verbs_.set_read_timeout(std::chrono::seconds(5));  // kube-scheduler's default httpTimeout
   client_.set_keep_alive(true);
   client_.set_read_timeout(std::chrono::seconds(5));  // kube-scheduler's default httpTimeout
   client_.set_tcp_nodelay(true);
@@ -169,6 +175,7 @@ void SchedulerDriver::assume(const json& pod, const std::string& node, int sign)
 std::vector<Placement> SchedulerDriver::schedule(const std::vector<json>& pods) {
   const auto run_start = Clock::now();
   std::vector<Placement> out(pods.size());
+  std::string answer;  // the extender's last answer
   for (size_t i = 0; i < pods.size(); ++i) {
     const json& pod = pods[i];
     Placement& placement = out[i];
@@ -196,14 +203,14 @@ std::vector<Placement> SchedulerDriver::schedule(const std::vector<json>& pods) 
     // JSON is the scheduler's own work (Go's encoder, not this one).
     const std::string filter_body = args.dump();
     const auto filter_start = Clock::now();
-    auto res = client_.Post("/filter", filter_body, "application/json");
+    const int filter_status = verbs_.post("/filter", filter_body, answer);
     timings_.filter_ms.push_back(ms_since(filter_start));
     double extender_ms = timings_.filter_ms.back();
-    if (!res || res->status != 200) {
-      placement.error = res ? "filter: HTTP " + std::to_string(res->status) : "filter: no answer";
+    if (filter_status != 200) {
+      placement.error = filter_status > 0 ? "filter: HTTP " + std::to_string(filter_status) : "filter: no answer";
       continue;
     }
-    const json filtered = json::parse(res->body);
+    const json filtered = json::parse(answer);
     if (!filtered.value("Error", "").empty()) {
       placement.error = "filter: " + filtered["Error"].get<std::string>();
       continue;
@@ -233,12 +240,12 @@ std::vector<Placement> SchedulerDriver::schedule(const std::vector<json>& pods) 
       }
       const std::string prioritize_body = scored.dump();
       const auto prioritize_start = Clock::now();
-      auto scores = client_.Post("/prioritize", prioritize_body, "application/json");
+      const int prioritize_status = verbs_.post("/prioritize", prioritize_body, answer);
       timings_.prioritize_ms.push_back(ms_since(prioritize_start));
       extender_ms += timings_.prioritize_ms.back();
       // A failed prioritize is ignored by the scheduler (its own scores stand).
-      if (scores && scores->status == 200) {
-        for (const auto& host : json::parse(scores->body)) {
+      if (prioritize_status == 200) {
+        for (const auto& host : json::parse(answer)) {
           const std::string name = host["Host"];
           if (totals.count(name))
             totals[name] += host["Score"].get<int64_t>() * options_.weight * (kMaxNodeScore / kMaxExtenderPriority);

@@ -16,6 +16,8 @@
 //     worker threads with kept-alive connections: a goroutine starts in microseconds and Go's
 //     transport reuses idle connections, where a new thread and a new connection per bind would add
 //     a delay the real scheduler does not have.
+// /filter and /prioritize go over one kept-alive connection with large writes and reads, as Go's
+// net/http client does (raw_http_client.h).
 // A failed bind forgets the assumption, as the scheduler's ForgetPod does.
 //
 // Not thread-safe: one driver per test; binds run on threads it owns and joins.
@@ -32,6 +34,7 @@
 #include <vector>
 
 #include "fake_api_server.h"
+#include "raw_http_client.h"
 
 namespace test_support {
 
@@ -84,7 +87,10 @@ class SchedulerDriver {
   int port_;
   DriverOptions options_;
   std::mt19937_64 rng_;
-  httplib::Client client_;  // the scheduling cycle's kept-alive connection
+  // The scheduling cycle's kept-alive connection, for /filter and /prioritize: read as Go's net/http
+  // reads (large reads, no poll before each), so the round trips measure the extender.
+  RawHttpClient verbs_;
+  httplib::Client client_;  // for /bind one by one (options.sequential)
   std::map<std::string, NodeState> nodes_;
   std::mutex mutex_;  // nodes_[..].requested, placements and timings, written by bind workers
   std::condition_variable bind_queue_changed_;
