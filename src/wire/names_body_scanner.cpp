@@ -24,7 +24,7 @@ BlockBits bits_of_block(const char* p) {
   const __m128i backslash = _mm_set1_epi8('\\');
   const __m128i space = _mm_set1_epi8(0x20);
   BlockBits bits;
-  for (int part = 0; part < 4; ++part) {
+  for (size_t part = 0; part < 4; ++part) {
     const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * part));
     const auto mask = [&](__m128i found) {
       return static_cast<uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(found))) << (16 * part);
