@@ -69,7 +69,6 @@ void assign_scores(size_t count, const Value& value, const Assign& assign) {
   }
 }
 
-
 // Scores `raw` from its best distinct values alone, when they can decide (false otherwise). Scores
 // fall by at least one a level from 10 when there are more than 11 levels in all, so a value below
 // the 11th level scores 0: the best values decide alone when they are all the values, or hold 12

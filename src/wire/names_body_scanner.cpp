@@ -13,25 +13,29 @@ namespace gpu_extender::wire {
 namespace {
 
 #if defined(__SSE2__)
-// One bit per byte of the 64 bytes from p (bit i for p[i]): which are quotes, and which may not
-// appear in a plain string ('\\', a control byte, a byte above 0x7F).
-struct BlockBits {
+// One bit per byte (bit i for p[i]): which are quotes, and which may not appear in a plain string
+// ('\\', a control byte, a byte above 0x7F).
+struct ByteBits {
   uint64_t quote = 0, special = 0;
 };
 
-BlockBits bits_of_block(const char* p) {
-  const __m128i quote = _mm_set1_epi8('"');
-  const __m128i backslash = _mm_set1_epi8('\\');
-  const __m128i space = _mm_set1_epi8(0x20);
-  BlockBits bits;
+// The bits of the 16 bytes from p.
+ByteBits bits_of_16(const char* p) {
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  // Signed compare: below 0x20 catches control bytes and, as negatives, every byte above 0x7F.
+  const __m128i special = _mm_or_si128(_mm_cmpeq_epi8(bytes, _mm_set1_epi8('\\')),
+                                       _mm_cmplt_epi8(bytes, _mm_set1_epi8(0x20)));
+  return {static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, _mm_set1_epi8('"')))),
+          static_cast<unsigned>(_mm_movemask_epi8(special))};
+}
+
+// The bits of the 64 bytes from p.
+ByteBits bits_of_block(const char* p) {
+  ByteBits bits;
   for (size_t part = 0; part < 4; ++part) {
-    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * part));
-    const auto mask = [&](__m128i found) {
-      return static_cast<uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(found))) << (16 * part);
-    };
-    bits.quote |= mask(_mm_cmpeq_epi8(bytes, quote));
-    // Signed compare: below 0x20 catches control bytes and, as negatives, every byte above 0x7F.
-    bits.special |= mask(_mm_or_si128(_mm_cmpeq_epi8(bytes, backslash), _mm_cmplt_epi8(bytes, space)));
+    const ByteBits b = bits_of_16(p + 16 * part);
+    bits.quote |= b.quote << (16 * part);
+    bits.special |= b.special << (16 * part);
   }
   return bits;
 }
@@ -94,7 +98,7 @@ class Cursor {
     uint64_t carried_string = 0;  // all ones when the last block ended inside a string
     const char* open = nullptr;   // the first byte of a string still open at the end of the last block
     for (const char* p = at_; p < end_ && p + 64 <= readable_end_; p += 64) {
-      const BlockBits bits = bits_of_block(p);
+      const ByteBits bits = bits_of_block(p);
       // No escape is taken, so every quote delimits a string: their parity says which bytes are in one.
       const uint64_t inside = prefix_parity(bits.quote) ^ carried_string;  // opening quotes and string bytes
       // The first byte in a string that is not plain (it may lie past the array's end: then no name
@@ -161,17 +165,11 @@ class Cursor {
   // the body's end. Reads 16 bytes at a time, up to 15 past the end (into the padding).
   const char* find_special(const char* p) const {
 #if defined(__SSE2__)
-    const __m128i quote = _mm_set1_epi8('"');
-    const __m128i backslash = _mm_set1_epi8('\\');
-    const __m128i space = _mm_set1_epi8(0x20);
     for (; p < end_ && p + 16 <= readable_end_; p += 16) {
-      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-      // Signed compare: below 0x20 catches control bytes and, as negatives, every byte above 0x7F.
-      const __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(bytes, quote), _mm_cmpeq_epi8(bytes, backslash)),
-                                           _mm_cmplt_epi8(bytes, space));
-      const int mask = _mm_movemask_epi8(special);
+      const ByteBits bits = bits_of_16(p);
+      const uint64_t mask = bits.quote | bits.special;
       if (mask != 0) {
-        const char* found = p + __builtin_ctz(static_cast<unsigned>(mask));
+        const char* found = p + __builtin_ctzll(mask);
         return found < end_ ? found : nullptr;
       }
     }

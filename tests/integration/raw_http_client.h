@@ -22,9 +22,7 @@ class RawHttpClient {
   RawHttpClient(const std::string& host, int port, const std::string& path, const std::string& body,
                 const std::string& extra_headers = "")
       : host_(host), port_(port) {
-    request_ = "POST " + path + " HTTP/1.1\r\nHost: " + host + ":" + std::to_string(port) +
-               "\r\nUser-Agent: gpu-extender-bench\r\nContent-Type: application/json\r\nContent-Length: " +
-               std::to_string(body.size()) + "\r\n" + extra_headers + "\r\n" + body;
+    set_post(path, body, extra_headers);
     buffer_.resize(1 << 20);
   }
   ~RawHttpClient() { close_socket(); }
@@ -48,10 +46,7 @@ class RawHttpClient {
   // Any POST on the same connection: its status (-1 on a transport error, a timeout included) and
   // the answer's body.
   int post(const std::string& path, const std::string& body, std::string& answer) {
-    request_ = "POST " + path + " HTTP/1.1\r\nHost: " + host_ + ":" + std::to_string(port_) +
-               "\r\nUser-Agent: gpu-extender-test\r\nContent-Type: application/json\r\nContent-Length: " +
-               std::to_string(body.size()) + "\r\n\r\n";
-    request_ += body;
+    set_post(path, body, "");
     return post_and_read(answer);
   }
   // Reads give up after this long without a byte (kube-scheduler's extender httpTimeout is 5 s).
@@ -63,6 +58,12 @@ class RawHttpClient {
   }
 
  private:
+  void set_post(const std::string& path, const std::string& body, const std::string& extra_headers) {
+    request_ = "POST " + path + " HTTP/1.1\r\nHost: " + host_ + ":" + std::to_string(port_) +
+               "\r\nUser-Agent: gpu-extender-test\r\nContent-Type: application/json\r\nContent-Length: " +
+               std::to_string(body.size()) + "\r\n" + extra_headers + "\r\n";
+    request_ += body;
+  }
   bool connect_socket() {
     fd_ = socket(AF_INET, SOCK_STREAM, 0);
     if (fd_ < 0) return false;
