@@ -81,7 +81,7 @@ std::string_view node_name(od::value item, size_t index, bool& verbatim) {
   if (token.size() >= 2 && token.front() == '"' && token.back() == '"') {
     // No '"' inside (the closing quote is the first unescaped one), and no control characters (the
     // first pass checked): without a backslash, the bytes are the name and their own encoding.
-    if (!has_escape(token)) {
+    if (plain_string_length(token.data() + 1) == token.size() - 2) {
       const std::string_view inner = token.substr(1, token.size() - 2);
       // Consumed, not left to the iterator: On Demand steps over an unread string followed by ':' as
       // if it were a key, so ["a":"b"] would pass as a list of names (a fuzzing find).
@@ -151,10 +151,6 @@ const ExtenderArgs& WireDecoder::decode_extender_args(const std::string& body, c
   reset(args);
   if (impl_->decode_plain_names_body(body, schema)) return args;
   reset(args);
-  // Escapes are searched by one forward scan of the body (json_access.h). A body without padding room
-  // is parsed from a copy: its strings lie outside the scan and are searched one by one, as before.
-  const wire::BackslashScan backslashes(body);
-
   od::document doc = take(impl_->iterate(body), "", "a JSON object");
   bool seen_pod = false, seen_nodes = false, seen_names = false, has_nodes = false, has_names = false;
   auto once = [](bool& seen, std::string_view name) {

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <charconv>
 #include <limits>
 #include "object_decoders.h"
@@ -67,8 +68,20 @@ void decode_node_labels(od::value map, const ViewSchema& schema, NodeView& out) 
                                    {&schema.node_gpu_count_labels, &out.gpu_count, &out.gpu_count_label},
                                    {&schema.node_gpu_family_labels, &out.gpu_family, &out.gpu_family_label},
                                    {&schema.node_gpu_replicas_labels, &out.gpu_replicas, &out.gpu_replicas_label}}};
+  // The lengths of the label names read, as bits (every length from 63 up shares bit 63): a node
+  // carries dozens of labels, and most are rejected on their length alone.
+  auto length_bit = [](size_t length) { return uint64_t{1} << std::min<size_t>(length, 63); };
+  uint64_t wanted_lengths = 0;
+  for (const Fact& fact : facts)
+    for (const std::string& label : *fact.labels) wanted_lengths |= length_bit(label.size());
+  for (size_t k = 0; k < schema.mig_profiles(); ++k)
+    wanted_lengths |= length_bit(schema.mig_count_labels[k].size()) | length_bit(schema.mig_memory_labels[k].size());
   for (auto f : take_object(map, "")) {
     std::string_view key = field_key(f, "");
+    if ((wanted_lengths & length_bit(key.size())) == 0) {
+      validate_value(take(f.value(), key, "a value"), key);
+      continue;
+    }
     bool wanted = false;
     for (const Fact& fact : facts) {
       for (size_t i = 0; i < fact.labels->size() && !wanted; ++i) {

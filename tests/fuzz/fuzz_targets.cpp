@@ -94,7 +94,8 @@ int binding_args(const uint8_t* data, size_t size) {
 int preemption_args(const uint8_t* data, size_t size) {
   WireDecoder decoder;
   try {
-    const PreemptionArgs& args = decoder.decode_preemption_args(padded(data, size), policy_under_test()->schema());
+    const std::string body = padded(data, size);  // the args' views point into it
+    const PreemptionArgs& args = decoder.decode_preemption_args(body, policy_under_test()->schema());
     std::string out;
     encode_preemption_result(args, std::vector<bool>(args.candidates.size(), true), out);
   } catch (const DecodeError&) {

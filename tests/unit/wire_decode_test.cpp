@@ -289,3 +289,36 @@ TEST_CASE("decode: a node name followed by ':' is not taken for a key, and bare 
   CHECK(decode_error_of("{\"Pod\":" + kPod + R"(,"Nodes":{"items":[{"metadata":{"name":"n"},"status":{"capacity":{"nvidia.com/gpu":01}}}]}})")
             .find("not valid JSON: malformed number") != std::string::npos);
 }
+
+TEST_CASE("decode: keys and strings are read in place at every length, and escapes anywhere are decoded or refused") {
+  // Keys and strings without a backslash are read where they lie, 16 bytes at a time up to the closing
+  // quote; a backslash anywhere sends them to simdjson's unescaping. Lengths from 0 to 40 put the
+  // quote and the backslash on each side of a 16-byte step, at every offset in the body.
+  WireDecoder decoder;
+  for (size_t pad = 0; pad <= 40; ++pad) {
+    const std::string filler(pad, 'x');
+    INFO("filler of " << pad << " bytes");
+    // A label before the GPU labels shifts them by `pad`; the escaped key is the count label itself.
+    const std::string labels = R"({")" + filler + R"(":")" + filler + R"(","gpu.nvidia.com/model":"A100",)" +
+                               R"("gpu.nvidia.com\/memory":"40960","gpu.nvidia.com\u002fcount":"8",)" +
+                               R"("gpu.nvidia.com/family\\":"volta",")" + filler + R"(\"":"y"})";
+    std::string body = "{\"Pod\":" + kPod + R"(,"Nodes":{"items":[{"metadata":{"name":"n","labels":)" + labels + "}}]}}";
+    body.reserve(body.size() + kJsonPadding);
+    const ExtenderArgs& args = decoder.decode_extender_args(body, schema());
+    REQUIRE(args.nodes.size() == 1);
+    const NodeView& node = args.nodes[0];
+    CHECK(node.gpu_model == "A100");
+    CHECK(node.gpu_model->data() > body.data());  // read in place
+    CHECK(node.gpu_memory == "40960");             // its key escaped '/'
+    CHECK(node.gpu_count == "8");                  // its key escaped '/' as \u002f
+    CHECK_FALSE(node.gpu_family);                  // "gpu.nvidia.com/family\" is another label
+
+    // An invalid escape after `pad` bytes, in a key and in a value nobody reads, is refused.
+    CHECK(decode_error_of("{\"Pod\":" + kPod + R"(,"NodeNames":[],"x":{")" + filler + R"(\q":1}})")
+              .rfind("x: not valid JSON", 0) == 0);
+    CHECK(decode_error_of("{\"Pod\":" + kPod + R"(,"NodeNames":[],"x":{"a":")" + filler + R"(\q"}})")
+              .rfind("x: not valid JSON", 0) == 0);
+    CHECK(decode_error_of("{\"Pod\":" + kPod + R"(,"NodeNames":[],"x":{")" + filler + R"(\"":")" + filler +
+                          R"(\u0041"}})") == "(no error)");
+  }
+}

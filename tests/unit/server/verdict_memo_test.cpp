@@ -343,10 +343,10 @@ TEST_CASE("score memo: a node whose live GPU utilisation changed is scored again
   WireDecoder decoder;
   NodeView node;
   for (const char* name : {"n1", "n2", "n3"}) {
-    decoder.decode_node_event(std::string(R"({"type":"ADDED","object":{"metadata":{"name":")") + name +
-                                  R"(","labels":{"gpu.nvidia.com/model":"A100","gpu.nvidia.com/count":"4"}},)" +
-                                  R"("status":{"allocatable":{"nvidia.com/gpu":"4"}}}})",
-                              policy->schema(), node);
+    const std::string event = std::string(R"({"type":"ADDED","object":{"metadata":{"name":")") + name +
+                              R"(","labels":{"gpu.nvidia.com/model":"A100","gpu.nvidia.com/count":"4"}},)" +
+                              R"("status":{"allocatable":{"nvidia.com/gpu":"4"}}}})";
+    decoder.decode_node_event(event, policy->schema(), node);  // the node's views point into `event`
     view->upsert_node(node);
   }
   view->mark_nodes_synced();
