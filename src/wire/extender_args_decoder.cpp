@@ -1,4 +1,6 @@
 // Decoding ExtenderArgs: {"Pod":{...},"Nodes":{"metadata":{},"items":[...]}|null,"NodeNames":[...]|null}
+#include <functional>
+
 #include "decoder_impl.h"
 #include "gpu_extender/case_insensitive.h"
 #include "names_body_scanner.h"
@@ -186,9 +188,17 @@ const ExtenderArgs& WireDecoder::decode_extender_args(const std::string& body, c
   // both the node objects and their names.
   args.full_mode = has_nodes;
   if (has_nodes) {
-    args.names_verbatim = false;
+    // A name read in place (it lies in the body: it had no escapes) is its own JSON encoding.
+    const std::less<const char*> before;
+    auto in_body = [&](std::string_view name) {
+      return !before(name.data(), body.data()) && !before(body.data() + body.size(), name.data() + name.size());
+    };
+    args.names_verbatim = true;
     args.node_names.clear();
-    for (const NodeView& n : args.nodes) args.node_names.push_back(n.name);
+    for (const NodeView& n : args.nodes) {
+      args.node_names.push_back(n.name);
+      args.names_verbatim = args.names_verbatim && in_body(n.name);
+    }
   }
   return args;
 }

@@ -1,3 +1,6 @@
+#include <algorithm>
+#include <array>
+
 #include "gpu_extender/json_writer.h"
 #include "gpu_extender/wire_encode.h"
 
@@ -101,16 +104,34 @@ ByteRange encode_filter_result(const ExtenderArgs& args, std::span<const Encoded
 }
 
 ByteRange encode_filter_result(const ExtenderArgs& args, std::span<const NodeVerdict> verdicts, std::string& out) {
-  // All reasons escaped into one buffer first, then viewed (the buffer no longer moves).
+  // All reasons escaped into one buffer first, then viewed (the buffer no longer moves). Thousands of
+  // failing nodes share a handful of reasons: each of the last few distinct ones is escaped once.
+  struct Escaped {
+    std::string_view reason;
+    ByteRange json;
+  };
+  std::array<Escaped, 8> recent{};
+  size_t next_recent = 0;
   std::string reasons;
-  std::vector<size_t> ends(verdicts.size());
+  std::vector<ByteRange> ranges(verdicts.size());
   for (size_t i = 0; i < verdicts.size(); ++i) {
-    if (!verdicts[i].passed()) append_json_string(reasons, verdicts[i].reason);
-    ends[i] = reasons.size();
+    if (verdicts[i].passed()) continue;
+    const std::string_view reason = verdicts[i].reason;
+    const auto seen = std::find_if(recent.begin(), recent.end(), [&](const Escaped& e) {
+      return e.json.end != 0 && e.reason == reason;
+    });
+    if (seen != recent.end()) {
+      ranges[i] = seen->json;
+      continue;
+    }
+    ranges[i].begin = reasons.size();
+    append_json_string(reasons, reason);
+    ranges[i].end = reasons.size();
+    recent[next_recent++ % recent.size()] = {reason, ranges[i]};
   }
   std::vector<EncodedVerdict> encoded(verdicts.size());
-  for (size_t i = 0, start = 0; i < verdicts.size(); start = ends[i++])
-    encoded[i] = {verdicts[i].fit, std::string_view(reasons).substr(start, ends[i] - start)};
+  for (size_t i = 0; i < verdicts.size(); ++i)
+    encoded[i] = {verdicts[i].fit, std::string_view(reasons).substr(ranges[i].begin, ranges[i].end - ranges[i].begin)};
   return encode_filter_result(args, encoded, out);
 }
 

@@ -85,3 +85,48 @@ TEST_CASE("encode: HostPriorityList, filter error, error object") {
   encode_error_object("", out);
   CHECK(out == R"({"Error":""})");
 }
+
+TEST_CASE("encode: full-mode names are copied when read in place, escaped otherwise, and every reason is its node's") {
+  // Full mode: names without escapes lie in the body and are written back as they are; one escaped
+  // name sends every name through escaping. Either way the answer is the same.
+  auto body_with = [](const std::string& second_name) {
+    std::string body = R"({"Pod":{"metadata":{"name":"p"}},"Nodes":{"items":[)";
+    for (const std::string& name : {std::string("gpu-0"), second_name, std::string("gpu-2")})
+      body += R"({"metadata":{"name":")" + name + R"("}},)";
+    body.back() = ']';
+    body += "}}";
+    body.reserve(body.size() + kJsonPadding);
+    return body;
+  };
+  const std::string plain = body_with("gpu-1"), escaped = body_with("gpu\\\"1");
+  WireDecoder decoder;
+  const auto policy = test_support::default_policy();
+  const ViewSchema& schema = policy->schema();
+  std::vector<NodeVerdict> verdicts(3);
+  verdicts[1] = {Fit::kResolvable, "busy \"now\"", "gpuCount"};
+  std::string from_plain, from_escaped;
+  CHECK(decoder.decode_extender_args(plain, schema).names_verbatim);
+  encode_filter_result(decoder.decode_extender_args(plain, schema), verdicts, from_plain);
+  CHECK_FALSE(decoder.decode_extender_args(escaped, schema).names_verbatim);
+  encode_filter_result(decoder.decode_extender_args(escaped, schema), verdicts, from_escaped);
+  CHECK(json::parse(from_plain)["FailedNodes"] == json({{"gpu-1", "busy \"now\""}}));
+  CHECK(json::parse(from_plain)["NodeNames"] == json::parse(from_escaped)["NodeNames"]);
+  CHECK(json::parse(from_escaped)["FailedNodes"] == json({{"gpu\"1", "busy \"now\""}}));
+
+  // Reasons are escaped once for each of the last few distinct ones: with more distinct reasons than
+  // that, interleaved, every node still gets its own.
+  ExtenderArgs args;
+  std::vector<std::string> names;
+  std::vector<NodeVerdict> many;
+  json expected = json::object();
+  for (int i = 0; i < 60; ++i) names.push_back("n" + std::to_string(i));
+  for (int i = 0; i < 60; ++i) {
+    args.node_names.push_back(names[static_cast<size_t>(i)]);
+    const std::string reason = "reason \"" + std::to_string((i * 7) % 13) + "\"";
+    many.push_back({i % 5 == 0 ? Fit::kPass : Fit::kUnresolvable, i % 5 == 0 ? "" : reason, "x"});
+    if (i % 5 != 0) expected[names[static_cast<size_t>(i)]] = reason;
+  }
+  std::string out;
+  encode_filter_result(args, many, out);
+  CHECK(json::parse(out)["FailedAndUnresolvableNodes"] == expected);
+}
