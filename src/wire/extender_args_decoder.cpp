@@ -188,10 +188,11 @@ const ExtenderArgs& WireDecoder::decode_extender_args(const std::string& body, c
   // both the node objects and their names.
   args.full_mode = has_nodes;
   if (has_nodes) {
-    // A name read in place (it lies in the body: it had no escapes) is its own JSON encoding.
+    // A name read in place (it lies in the parsed bytes: it had no escapes) is its own JSON encoding.
+    const std::string_view parsed = impl_->parsed;
     const std::less<const char*> before;
     auto in_body = [&](std::string_view name) {
-      return !before(name.data(), body.data()) && !before(body.data() + body.size(), name.data() + name.size());
+      return !before(name.data(), parsed.data()) && !before(parsed.data() + parsed.size(), name.data() + name.size());
     };
     args.names_verbatim = true;
     args.node_names.clear();

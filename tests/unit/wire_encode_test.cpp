@@ -106,6 +106,8 @@ TEST_CASE("encode: full-mode names are copied when read in place, escaped otherw
   verdicts[1] = {Fit::kResolvable, "busy \"now\"", "gpuCount"};
   std::string from_plain, from_escaped;
   CHECK(decoder.decode_extender_args(plain, schema).names_verbatim);
+  const std::string without_padding_room(plain.data(), plain.size());  // parsed from the decoder's copy
+  CHECK(decoder.decode_extender_args(without_padding_room, schema).names_verbatim);
   encode_filter_result(decoder.decode_extender_args(plain, schema), verdicts, from_plain);
   CHECK_FALSE(decoder.decode_extender_args(escaped, schema).names_verbatim);
   encode_filter_result(decoder.decode_extender_args(escaped, schema), verdicts, from_escaped);
