@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "child_process.h"
+
 namespace test_support {
 
 struct ProcessResult {
@@ -40,25 +42,18 @@ class ExtenderProcess {
  public:
   explicit ExtenderProcess(std::vector<std::string> extra_args = {}) {
     int fds[2];
-    if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
-    std::fflush(nullptr);  // the child must not write our buffered output again
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(fds[1], STDERR_FILENO);
-      dup2(fds[1], STDOUT_FILENO);
-      close(fds[0]);
-      close(fds[1]);
-      // No drain on SIGTERM unless a test asks for one: stopping stays instant.
-      std::vector<std::string> args{GPU_EXTENDER_BINARY, "--address", "127.0.0.1", "--port", "0",
-                                    "--shutdown-drain-seconds", "0"};
-      args.insert(args.end(), extra_args.begin(), extra_args.end());
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
+    // Close-on-exec: the child keeps only its copies on stdout and stderr, never the read end.
+    if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+    // No drain on SIGTERM unless a test asks for one: stopping stays instant.
+    std::vector<std::string> args{GPU_EXTENDER_BINARY, "--address", "127.0.0.1", "--port", "0",
+                                  "--shutdown-drain-seconds", "0"};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    pid_ = spawn_child(args, fds[1]);
     close(fds[1]);
+    if (pid_ < 0) {
+      close(fds[0]);
+      throw std::runtime_error("fork failed");
+    }
     log_fd_ = fds[0];
     // Read the log all the time: a full pipe would block the server's logging.
     reader_ = std::thread([this] {
@@ -115,9 +110,7 @@ class ExtenderProcess {
   // SIGTERM, then the exit code (0 is a clean stop).
   int stop() {
     if (pid_ <= 0) return exit_code_;
-    kill(pid_, SIGTERM);
-    int status = 0;
-    waitpid(pid_, &status, 0);
+    const int status = stop_child(pid_);
     pid_ = -1;
     reader_.join();  // EOF once the process is gone
     close(log_fd_);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../unit/test_support.h"
+#include "child_process.h"
 
 namespace test_support {
 
@@ -33,17 +34,11 @@ class PrometheusServer {
     for (const auto& [job, target] : jobs)
       config << "  - job_name: " << job << "\n    static_configs:\n      - targets: ['127.0.0.1:" << target << "']\n";
     config.close();
-    std::fflush(nullptr);
-    pid_ = fork();
-    if (pid_ == 0) {
-      const std::string log = dir_ + "/prometheus.log";
-      freopen(log.c_str(), "w", stderr);
-      freopen(log.c_str(), "a", stdout);
-      execlp("prometheus", "prometheus", ("--config.file=" + dir_ + "/prometheus.yml").c_str(),
-             ("--storage.tsdb.path=" + dir_ + "/data").c_str(),
-             ("--web.listen-address=127.0.0.1:" + std::to_string(port_)).c_str(), "--log.level=warn", nullptr);
-      _exit(127);
-    }
+    const int log = open((dir_ + "/prometheus.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    pid_ = spawn_child({"prometheus", "--config.file=" + dir_ + "/prometheus.yml", "--storage.tsdb.path=" + dir_ + "/data",
+                        "--web.listen-address=127.0.0.1:" + std::to_string(port_), "--log.level=warn"},
+                       log, /*search_path=*/true);
+    close(log);
   }
   ~PrometheusServer() {
     stop();
@@ -53,8 +48,7 @@ class PrometheusServer {
   PrometheusServer& operator=(const PrometheusServer&) = delete;
   void stop() {
     if (pid_ <= 0) return;
-    kill(pid_, SIGTERM);
-    waitpid(pid_, nullptr, 0);
+    stop_child(pid_);
     pid_ = -1;
   }
   int port() const { return port_; }
