@@ -3,7 +3,6 @@
 // Only the wire decoders include this (simdjson is a heavy header).
 #include <simdjson.h>
 
-#include <cstring>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -66,7 +65,8 @@ inline size_t plain_string_length(const char* raw) {
 #endif
 }
 
-// A string's text: where it lies in the body when it has no escapes, else unescaped (see field_key).
+// A string's text: where it lies in the parsed bytes when it has no escapes, else unescaped (see
+// field_key).
 inline std::string_view take_string(simdjson::simdjson_result<od::value> v, std::string_view field) {
   od::value value = take(v, field, "a string");
   const char* start = value.raw_json_token().data();
@@ -79,9 +79,9 @@ inline std::string_view take_string(simdjson::simdjson_result<od::value> v, std:
   return take(value.get_string(), field, "a string");
 }
 
-// A member's key: where it lies in the body when it has no escapes (nearly every key), else unescaped.
-// The decoders read hundreds of thousands of keys in a large node list. The view lives as long as the
-// body.
+// A member's key: where it lies in the parsed bytes when it has no escapes (nearly every key), else
+// unescaped. The decoders read hundreds of thousands of keys in a large node list. Either view lives
+// as long as wire.h says a decoded view does.
 inline std::string_view field_key(simdjson::simdjson_result<od::field>& f, std::string_view where) {
   const char* raw = take(f.key(), where, "an object key").raw();
   if (const size_t length = plain_string_length(raw); length != std::string_view::npos) return {raw, length};
