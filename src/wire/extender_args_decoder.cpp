@@ -79,22 +79,10 @@ std::string indexed(std::string_view field, size_t index) {
 // else unescaped by simdjson. Saves copying 5,000 names into the parser's string buffer, and lets the
 // answer copy them back as they came (`verbatim`).
 std::string_view node_name(od::value item, size_t index, bool& verbatim) {
-  const std::string_view token = without_trailing_space(item.raw_json_token());
-  if (token.size() >= 2 && token.front() == '"' && token.back() == '"') {
-    // No '"' inside (the closing quote is the first unescaped one), and no control characters (the
-    // first pass checked): without a backslash, the bytes are the name and their own encoding.
-    if (plain_string_length(token.data() + 1) == token.size() - 2) {
-      const std::string_view inner = token.substr(1, token.size() - 2);
-      // Consumed, not left to the iterator: On Demand steps over an unread string followed by ':' as
-      // if it were a key, so ["a":"b"] would pass as a list of names (a fuzzing find).
-      od::raw_json_string raw;
-      if (auto error = item.get_raw_json_string().get(raw)) throw_json_error(indexed("NodeNames", index), error, "a string");
-      return inner;
-    }
-  }
-  verbatim = false;
   std::string_view name;
-  if (auto error = item.get_string().get(name)) throw_json_error(indexed("NodeNames", index), error, "a string");
+  bool in_place = false;
+  if (auto error = read_string(item, name, in_place)) throw_json_error(indexed("NodeNames", index), error, "a string");
+  verbatim = verbatim && in_place;
   return name;
 }
 
