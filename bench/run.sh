@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-GEN=${GEN:-$ROOT/../shared/bench/gen_extender_args.py}
+GEN=${GEN:-$ROOT/bench/gen_requests.py}
 OUT=$ROOT/bench/results
 DATA=$OUT/data
 SOAK_SECONDS=${SOAK_SECONDS:-60}

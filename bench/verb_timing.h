@@ -7,6 +7,7 @@
 
 #include "bench_support.h"
 #include "gpu_extender/extender_service.h"
+#include "server/workspace.h"  // the benchmarks time a verb with its body already in a workspace
 #include "gpu_extender/wire.h"
 
 namespace bench {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -17,7 +18,6 @@
 
 #include "gpu_extender/deletion_cost.h"
 #include "gpu_extender/node_source.h"
-#include "gpu_extender/node_name_index.h"
 #include "gpu_extender/pod_request.h"
 #include "gpu_extender/usage_source.h"
 
@@ -64,11 +64,14 @@ struct NodeMemo {
   }
 };
 
+class NodeNameIndex;  // kube/node_name_index.h
+
 class ClusterView final : public UsageSource, public NodeSource {
  public:
   using Clock = std::chrono::steady_clock;
   explicit ClusterView(std::chrono::milliseconds assume_ttl = std::chrono::seconds(30),
                        std::chrono::milliseconds pending_ttl = std::chrono::minutes(5));
+  ~ClusterView() override;
 
   // --- written by the watch ---
   void upsert_node(const NodeView& node);
@@ -192,7 +195,7 @@ class ClusterView final : public UsageSource, public NodeSource {
   std::chrono::milliseconds pending_ttl_;
   std::atomic<bool> nodes_synced_{false}, pods_synced_{false};
   std::atomic<bool> keep_cost_details_{false};
-  NodeNameIndex index_;  // the names of nodes_, for lookup()
+  std::unique_ptr<NodeNameIndex> index_;  // the names of nodes_, for lookup(); never null
   std::vector<SlotState> slot_states_;
   bool names_changed_ = false;             // an entry was added or erased since index_ was built
   uint64_t names_generation_ = 1;          // changes whenever an entry (a slot) is added or erased

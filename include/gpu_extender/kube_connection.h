@@ -14,7 +14,7 @@
 #include "gpu_extender/binder.h"
 #include "gpu_extender/cluster_view.h"
 #include "gpu_extender/kube_config.h"
-#include "gpu_extender/policy.h"
+#include "gpu_extender/policy_holder.h"
 
 namespace gpu_extender {
 
@@ -66,7 +66,7 @@ class KubeConnection {
   // Counters of the two reflectors, for /metrics.
   std::vector<WatchCounts> watch_counts() const;
   // Keep pod deletion costs, once started, with the policy `policy()` returns at each pass. Before start().
-  void keep_deletion_costs(const DeletionCostSettings& settings, std::function<std::shared_ptr<const Policy>()> policy);
+  void keep_deletion_costs(const DeletionCostSettings& settings, std::shared_ptr<const PolicyHolder> policies);
   std::optional<DeletionCostStats> deletion_cost_stats() const;  // nullopt when costs are not kept
 
  private:

@@ -41,6 +41,7 @@ class ResourceTable {
       if (names_[i] == name) return static_cast<int>(i);
     return -1;
   }
+  bool operator==(const ResourceTable&) const = default;
 
  private:
   std::vector<std::string> names_;

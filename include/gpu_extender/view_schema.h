@@ -70,6 +70,10 @@ struct ViewSchema {
   // Pod deletion costs (fixed names, see deletion_cost.h).
   std::string pod_deletion_cost_annotation = "controller.kubernetes.io/pod-deletion-cost";
   std::string pod_deletion_cost_written_annotation = "gpu.nvidia.com/deletion-cost-written";
+
+  // Two policies with equal schemas read the same labels, annotations and resources: a reload may swap
+  // one for the other while the cluster view built with the first stays valid. Every field counts.
+  bool operator==(const ViewSchema&) const = default;
 };
 
 // "a", "a or b", "a, b or c": the labels of one fact, for messages.

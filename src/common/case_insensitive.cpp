@@ -1,4 +1,4 @@
-#include "gpu_extender/case_insensitive.h"
+#include "case_insensitive.h"
 
 namespace gpu_extender {
 

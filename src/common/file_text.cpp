@@ -1,4 +1,4 @@
-#include "gpu_extender/file_text.h"
+#include "file_text.h"
 
 #include <fstream>
 #include <sstream>

@@ -1,4 +1,4 @@
-#include "gpu_extender/json_writer.h"
+#include "json_writer.h"
 
 #include <array>
 #include <charconv>

@@ -1,10 +1,10 @@
 // Reading the object files users hand the server and the tools: kubectl output in JSON or YAML.
-#include "gpu_extender/file_text.h"
+#include "file_text.h"
 #include <yaml-cpp/yaml.h>
 
 #include <stdexcept>
 
-#include "gpu_extender/json_writer.h"
+#include "json_writer.h"
 
 namespace gpu_extender {
 namespace {

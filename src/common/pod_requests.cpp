@@ -1,4 +1,4 @@
-#include "gpu_extender/pod_requests.h"
+#include "pod_requests.h"
 
 namespace gpu_extender {
 

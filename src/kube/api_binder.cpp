@@ -2,7 +2,7 @@
 
 #include <thread>
 
-#include "gpu_extender/json_writer.h"
+#include "common/json_writer.h"
 
 namespace gpu_extender::kube {
 
@@ -81,20 +81,21 @@ Binder::Fetched ApiBinder::fetch_pod(const std::string& ns, const std::string& n
   Fetched out;
   const ApiResponse res = api_->get(pod_path(ns, name), std::chrono::seconds(2));
   if (!res.ok()) {
-    out.error = common_refusal(ns + "/" + name, res, "get on pods");
-    if (out.error.empty()) out.error = "cannot bind pod " + ns + "/" + name + ": cannot read it: " + res.describe();
+    std::string refusal = common_refusal(ns + "/" + name, res, "get on pods");
+    if (refusal.empty()) refusal = "cannot bind pod " + ns + "/" + name + ": cannot read it: " + res.describe();
+    out.status = Status::failed(std::move(refusal));
     return out;
   }
   try {
     WireDecoder decoder;
     out.pod = PendingPod::of(decoder.decode_pod_object(res.body, schema_));
   } catch (const DecodeError& e) {
-    out.error = "cannot bind pod " + ns + "/" + name + ": cannot read it: " + e.what();
+    out.status = Status::failed("cannot bind pod " + ns + "/" + name + ": cannot read it: " + e.what());
   }
   return out;
 }
 
-std::string ApiBinder::annotate(const std::string& ns, const std::string& name, const std::string& uid,
+Status ApiBinder::annotate(const std::string& ns, const std::string& name, const std::string& uid,
                                 const Annotations& annotations) {
   const std::string pod = ns + "/" + name;
   const std::string body = annotations_patch_json(uid, annotations);
@@ -102,15 +103,15 @@ std::string ApiBinder::annotate(const std::string& ns, const std::string& name, 
   const ApiResponse res = with_retries(deadline_, attempts, [&](std::chrono::milliseconds timeout) {
     return api_->merge_patch(pod_path(ns, name), body, timeout);
   });
-  if (res.ok()) return "";
+  if (res.ok()) return Status::done();
   std::string refusal = common_refusal(pod, res, "patch on pods");
-  if (!refusal.empty()) return refusal;
+  if (!refusal.empty()) return Status::failed(std::move(refusal));
   if (res.status == 422 || res.status == 409)
-    return "cannot bind pod " + pod + ": it was deleted and re-created (" + res.describe() + ")";
-  return "cannot annotate pod " + pod + ": " + res.describe();
+    return Status::failed("cannot bind pod " + pod + ": it was deleted and re-created (" + res.describe() + ")");
+  return Status::failed("cannot annotate pod " + pod + ": " + res.describe());
 }
 
-std::string ApiBinder::bind(const BindingArgs& args) {
+Status ApiBinder::bind(const BindingArgs& args) {
   const std::string pod = args.pod_namespace + "/" + args.pod_name;
   const std::string path = pod_path(args.pod_namespace, args.pod_name);
   const std::string body = binding_json(args);
@@ -118,7 +119,7 @@ std::string ApiBinder::bind(const BindingArgs& args) {
   const ApiResponse res = with_retries(deadline_, attempts, [&](std::chrono::milliseconds timeout) {
     return api_->post(path + "/binding", body, timeout);
   });
-  if (res.ok()) return "";
+  if (res.ok()) return Status::done();
   switch (res.status) {
     case 409: {
       // Already bound: success if to this very node (a retried bind after a lost answer).
@@ -129,23 +130,23 @@ std::string ApiBinder::bind(const BindingArgs& args) {
           const PodRequest existing = decoder.decode_pod_object(current.body, schema_);
           // Success only if it is this very pod (not one re-created under the same name) on this node.
           if (existing.uid != args.pod_uid)
-            return "cannot bind pod " + pod + ": it was deleted and re-created (UID " + std::string(existing.uid) +
-                   ", not " + args.pod_uid + ")";
-          if (existing.node_name == args.node) return "";
+            return Status::failed("cannot bind pod " + pod + ": it was deleted and re-created (UID " + std::string(existing.uid) +
+                   ", not " + args.pod_uid + ")");
+          if (existing.node_name == args.node) return Status::done();
           if (!existing.node_name.empty())
-            return "pod " + pod + " is already bound to node " + std::string(existing.node_name) + ", not " + args.node;
+            return Status::failed("pod " + pod + " is already bound to node " + std::string(existing.node_name) + ", not " + args.node);
         } catch (const DecodeError&) {
         }
       }
-      return "cannot bind pod " + pod + " to " + args.node + ": conflict (" + res.describe() + ")";
+      return Status::failed("cannot bind pod " + pod + " to " + args.node + ": conflict (" + res.describe() + ")");
     }
     case 404:
     case 401:
     case 403:
-      return common_refusal(pod, res, "create on pods/binding");
+      return Status::failed(common_refusal(pod, res, "create on pods/binding"));
     default:
-      return "cannot bind pod " + pod + " to " + args.node + " after " + std::to_string(attempts) +
-             " attempt(s): " + res.describe();
+      return Status::failed("cannot bind pod " + pod + " to " + args.node + " after " + std::to_string(attempts) +
+             " attempt(s): " + res.describe());
   }
 }
 

@@ -14,9 +14,9 @@ class ApiBinder final : public Binder {
  public:
   ApiBinder(std::shared_ptr<const ApiClient> api, ViewSchema schema,
             std::chrono::milliseconds deadline = std::chrono::seconds(4));
-  std::string bind(const BindingArgs& args) override;
+  Status bind(const BindingArgs& args) override;
   Fetched fetch_pod(const std::string& ns, const std::string& name) override;
-  std::string annotate(const std::string& ns, const std::string& name, const std::string& uid,
+  Status annotate(const std::string& ns, const std::string& name, const std::string& uid,
                        const Annotations& annotations) override;
 
  private:

@@ -1,4 +1,4 @@
-#include "gpu_extender/file_text.h"
+#include "common/file_text.h"
 #include "api_client.h"
 
 #include <httplib.h>

@@ -2,6 +2,7 @@
 
 #include "gpu_extender/gpu_share.h"
 #include "gpu_extender/quantity.h"
+#include "node_name_index.h"
 
 #include <algorithm>
 #include <mutex>
@@ -9,7 +10,9 @@
 
 namespace gpu_extender {
 ClusterView::ClusterView(std::chrono::milliseconds assume_ttl, std::chrono::milliseconds pending_ttl)
-    : assume_ttl_(assume_ttl), pending_ttl_(pending_ttl) {}
+    : assume_ttl_(assume_ttl), pending_ttl_(pending_ttl), index_(std::make_unique<NodeNameIndex>()) {}
+
+ClusterView::~ClusterView() = default;
 
 void ClusterView::touch() {
   last_event_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
@@ -36,7 +39,7 @@ ClusterView::NodeMap::iterator ClusterView::entry_for(const std::string& name) {
     slot_states_[it->second.slot].entry = &it->second;
     ++names_generation_;
     changed(it->second);  // a new version: a memo of the slot's last owner does not apply
-    if (!index_.insert(it->first, it->second.slot)) names_changed_ = true;
+    if (!index_->insert(it->first, it->second.slot)) names_changed_ = true;
   }
   return it;
 }
@@ -56,7 +59,7 @@ void ClusterView::reindex_if_names_changed() {
   std::vector<std::pair<std::string_view, uint32_t>> names;
   names.reserve(nodes_.size());
   for (const auto& [name, entry] : nodes_) names.emplace_back(name, entry.slot);
-  index_.rebuild(names);
+  index_->rebuild(names);
   names_changed_ = false;
 }
 
@@ -269,7 +272,7 @@ void ClusterView::lookup(std::span<const std::string_view> names, std::vector<ui
   if (seen != memo.recent.end()) {
     slots.assign(seen->slots.begin(), seen->slots.end());
   } else {
-    index_.find_many(names, memo.scratch_hashes, slots);
+    index_->find_many(names, memo.scratch_hashes, slots);
     if (!names_json.empty()) memo.remember(names_json, slots);
   }
   for (uint32_t& slot : slots) {

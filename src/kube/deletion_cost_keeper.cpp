@@ -5,11 +5,11 @@
 namespace gpu_extender::kube {
 
 DeletionCostKeeper::DeletionCostKeeper(std::shared_ptr<const ClusterView> view, std::shared_ptr<Binder> binder,
-                                       std::function<std::shared_ptr<const Policy>()> policy,
+                                       std::shared_ptr<const PolicyHolder> policies,
                                        std::function<bool()> leader, DeletionCostOptions options)
     : view_(std::move(view)),
       binder_(std::move(binder)),
-      policy_(std::move(policy)),
+      policies_(std::move(policies)),
       leader_(std::move(leader)),
       options_(std::move(options)),
       limiter_(options_.qps, options_.qps) {}
@@ -54,7 +54,7 @@ bool DeletionCostKeeper::wait_for_token() {
 }
 
 void DeletionCostKeeper::pass() {
-  const auto policy = policy_();
+  const auto policy = policies_->current();
   const PolicyConfig& config = policy->config();
   struct Job {
     std::string ns, name, uid;
@@ -93,14 +93,14 @@ void DeletionCostKeeper::pass() {
   for (const Job& job : jobs) {
     if (!wait_for_token()) return;  // stopping, or the lease is lost: not one patch more
     const std::string value = std::to_string(job.cost);
-    const std::string error = binder_->annotate(
+    const Status written = binder_->annotate(
         job.ns, job.name, job.uid,
         {{schema.pod_deletion_cost_annotation, value}, {schema.pod_deletion_cost_written_annotation, value}});
     std::lock_guard<std::mutex> lock(mutex_);
     Attempt& a = attempts_[job.uid];
     const bool same = a.cost == job.cost;
     a.cost = job.cost;
-    a.ok = error.empty();
+    a.ok = written.ok();
     if (a.ok) {
       ++stats_.written;
       a.backoff = std::chrono::milliseconds(0);
@@ -110,7 +110,7 @@ void DeletionCostKeeper::pass() {
                                             : std::chrono::milliseconds(1000);
       a.retry_at = std::chrono::steady_clock::now() + a.backoff;
       spdlog::warn("deletion cost of pod {}/{} not written (retry in {} ms): {}", job.ns, job.name, a.backoff.count(),
-                   error);
+                   written.why());
     }
   }
 }

@@ -22,8 +22,8 @@
 
 #include "gpu_extender/binder.h"
 #include "gpu_extender/cluster_view.h"
-#include "gpu_extender/policy.h"
-#include "gpu_extender/rate_limiter.h"
+#include "gpu_extender/policy_holder.h"
+#include "rate_limiter.h"
 
 namespace gpu_extender::kube {
 
@@ -36,7 +36,7 @@ struct DeletionCostOptions {
 class DeletionCostKeeper {
  public:
   DeletionCostKeeper(std::shared_ptr<const ClusterView> view, std::shared_ptr<Binder> binder,
-                     std::function<std::shared_ptr<const Policy>()> policy, std::function<bool()> leader,
+                     std::shared_ptr<const PolicyHolder> policies, std::function<bool()> leader,
                      DeletionCostOptions options);
   ~DeletionCostKeeper();
   void start();
@@ -57,7 +57,7 @@ class DeletionCostKeeper {
 
   std::shared_ptr<const ClusterView> view_;
   std::shared_ptr<Binder> binder_;
-  std::function<std::shared_ptr<const Policy>()> policy_;
+  std::shared_ptr<const PolicyHolder> policies_;
   std::function<bool()> leader_;
   DeletionCostOptions options_;
   RateLimiter limiter_;

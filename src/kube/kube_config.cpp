@@ -1,4 +1,4 @@
-#include "gpu_extender/file_text.h"
+#include "common/file_text.h"
 #include "gpu_extender/kube_config.h"
 
 #include <yaml-cpp/yaml.h>

@@ -60,7 +60,7 @@ void KubeConnection::start() {
 }
 
 void KubeConnection::keep_deletion_costs(const DeletionCostSettings& settings,
-                                         std::function<std::shared_ptr<const Policy>()> policy) {
+                                         std::shared_ptr<const PolicyHolder> policies) {
   view_->keep_cost_details();
   kube::LeaseConfig lease{settings.lease_namespace, settings.lease_name, settings.identity,
                           settings.lease_duration, settings.renew_deadline, settings.retry_period};
@@ -71,7 +71,7 @@ void KubeConnection::keep_deletion_costs(const DeletionCostSettings& settings,
   options.qps = settings.qps;
   options.scheduler_names = settings.scheduler_names;
   cost_keeper_ = std::make_unique<kube::DeletionCostKeeper>(
-      view_, binder_, std::move(policy), [e = elector_.get()] { return e->leader(); }, options);
+      view_, binder_, std::move(policies), [e = elector_.get()] { return e->leader(); }, options);
 }
 
 std::optional<DeletionCostStats> KubeConnection::deletion_cost_stats() const {

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <ctime>
 
-#include "gpu_extender/json_writer.h"
+#include "common/json_writer.h"
 
 namespace gpu_extender::kube {
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "gpu_extender/gpu_share.h"
-#include "gpu_extender/json_writer.h"
+#include "common/json_writer.h"
 
 namespace gpu_extender {
 

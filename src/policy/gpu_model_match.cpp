@@ -1,6 +1,6 @@
 #include "gpu_model_match.h"
 
-#include "gpu_extender/case_insensitive.h"
+#include "common/case_insensitive.h"
 
 namespace gpu_extender::rules {
 namespace {

@@ -1,6 +1,6 @@
 // Reading the policy file (YAML or JSON) into a PolicyConfig, strictly: unknown keys and wrong types
 // are errors that name the file and the key.
-#include "gpu_extender/file_text.h"
+#include "common/file_text.h"
 #include <yaml-cpp/yaml.h>
 
 #include <set>

@@ -4,7 +4,7 @@
 #include <map>
 #include <string>
 
-#include "rules.h"
+#include "rules/rules.h"
 
 namespace gpu_extender::rules {
 

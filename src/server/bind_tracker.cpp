@@ -1,4 +1,4 @@
-#include "gpu_extender/bind_tracker.h"
+#include "bind_tracker.h"
 
 #include <spdlog/spdlog.h>
 

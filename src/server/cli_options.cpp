@@ -1,6 +1,6 @@
-#include "gpu_extender/cli_options.h"
-#include "gpu_extender/name_list.h"
-#include "gpu_extender/memory_budget.h"
+#include "cli_options.h"
+#include "common/name_list.h"
+#include "memory_budget.h"
 
 #include <charconv>
 #include <functional>

@@ -1,4 +1,4 @@
-#include "gpu_extender/http_service.h"
+#include "http_service.h"
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
@@ -10,10 +10,13 @@
 #include <sys/socket.h>
 
 #include "gpu_extender/build_info.h"
-#include "gpu_extender/json_writer.h"
+#include "common/json_writer.h"
 #include "gpu_extender/wire.h"
 #include "gpu_extender/wire_encode.h"
-#include "gpu_extender/metrics.h"
+#include "metrics.h"
+#include "body_reader.h"
+#include "request_log.h"
+#include "workspace.h"
 #include "connection_server.h"
 #include "tls_certificates.h"
 #include "worker_pool.h"
@@ -25,7 +28,6 @@ constexpr const char* kJson = "application/json";
 // How long a request waits for room in the memory budget: kube-scheduler gives an extender call 5 s
 // (httpTimeout's default) in all; waiting longer would answer a call it has given up on.
 constexpr std::chrono::seconds kBudgetWait{5};
-constexpr size_t kMinCharge = size_t{64} * 1024;  // a body's first charge when it declares no (or a tiny) length
 
 void send_error(httplib::Response& res, int status, std::string_view message) {
   std::string body;
@@ -139,7 +141,7 @@ HttpService::HttpService(std::shared_ptr<const ExtenderService> service, const C
       c.busy = pool->busy();
       c.waiting = pool->waiting();
     }
-    c.binds = service_->bind_tracker_stats();
+    c.binds = service_->bind_wait_stats();
     c.budget_total = budget_.total();
     c.budget_in_use = budget_.in_use();
     c.budget_waits = budget_.waits();
@@ -271,121 +273,64 @@ void HttpService::install_probe_routes(httplib::Server& svr) {
   for (const char* path : {"/healthz", "/readyz", "/version", "/metrics"}) method_not_allowed(svr, path, "GET");
 }
 
-void HttpService::install_verb_routes(httplib::Server& svr) {
-  auto post_verb = [this, &svr](const std::string& path, Verb verb) {
-    svr.Post(path, [this, path, verb](const httplib::Request& req, httplib::Response& res,
-                                      const httplib::ContentReader& read_content) {
-      const auto started = std::chrono::steady_clock::now();
-      const uint64_t id = next_request_id_.fetch_add(1);
-      // Charged before the body is read, for its declared length, and again as it grows (chunked,
-      // gzip): concurrent large bodies wait their turn instead of exhausting the container's memory.
-      auto lease = std::make_shared<MemoryBudget::Lease>(budget_);
-      const auto budget_until = started + kBudgetWait;
-      const size_t declared = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
-      bool over_budget = !lease->cover(std::min(std::max(declared, kMinCharge), options_.max_body_bytes), budget_until);
-      std::shared_ptr<Workspace> ws = service_->workspaces().acquire();
-      std::string& body = ws->body;
-      // Read the body into a buffer with room for the parser's padding, so it is parsed in place.
-      if (declared <= options_.max_body_bytes) body.reserve(declared + kJsonPadding);
-      // The limit is checked here, on the bytes as decoded: cpp-httplib checks Content-Length only, so
-      // a chunked body or a gzip one (inflated before it reaches us) would otherwise pass any size.
-      bool over_limit = false;
-      const bool complete = !over_budget && read_content([&](const char* data, size_t length) {
-        if (body.size() + length > options_.max_body_bytes) {
-          over_limit = true;
-          return false;
-        }
-        if (!lease->cover(std::min(std::max(body.size() + length, 2 * body.size()), options_.max_body_bytes),
-                          budget_until)) {
-          over_budget = true;
-          return false;
-        }
-        if (body.capacity() < body.size() + length + kJsonPadding)
-          body.reserve(std::min((body.size() + length) * 2, options_.max_body_bytes) + kJsonPadding);
-        body.append(data, length);
-        return true;
-      });
-      const auto body_read = std::chrono::steady_clock::now();
-      VerbSummary summary;
-      summary.want_reasons = spdlog::should_log(spdlog::level::debug);
-      int status = 200;
-      if (over_budget) {
-        status = 503;
-        summary.error = "memory budget: " + std::to_string(budget_.in_use() >> 20) + " of " +
-                        std::to_string(budget_.total() >> 20) +
-                        " MiB charged to bodies in flight (--memory-budget-bytes); retry shortly";
-        encode_error_object(summary.error, ws->answer);
-        res.set_header("Retry-After", "1");
-        ConnectionServer::close_after_answer(res);  // the body was not read
-      } else if (!complete) {
-        // cpp-httplib stops reading past --max-body-bytes (and marks 413), or when the client goes away.
-        const bool too_large = over_limit || res.status == 413 || declared > options_.max_body_bytes;
-        const bool too_slow = ConnectionServer::current_problem() == RequestProblem::kTimedOut;
-        status = too_large ? 413 : too_slow ? 408 : 400;
-        summary.error = too_large ? "request body larger than --max-body-bytes (" +
-                                        std::to_string(options_.max_body_bytes) + " bytes)"
-                        : too_slow ? "request not received within --request-timeout-seconds (" +
-                                         std::to_string(options_.request_timeout_seconds) + " s)"
-                                   : "request body could not be read completely";
-        ConnectionServer::close_after_answer(res);
-        encode_error_object(summary.error, ws->answer);
-      } else if (body.empty()) {
-        status = 400;
-        summary.error = "empty request body: expected JSON";
-        encode_error_object(summary.error, ws->answer);
-      } else {
-        status = service_->handle(verb, *ws, summary);
-      }
-      const auto done = std::chrono::steady_clock::now();
-      const double ms = std::chrono::duration<double, std::milli>(done - started).count();
-      // How long reading the body took, apart: a slow network or client is not a slow extender.
-      const double read_ms = std::chrono::duration<double, std::milli>(body_read - started).count();
-      if (summary.error.empty()) {
-        spdlog::info(
-            "req={} verb={} pod={} nodes_in={} nodes_out={}{}{}{}{}{} status={} bytes_in={} bytes_out={} read_ms={:.2f} "
-            "bind_wait_ms={:.2f} ms={:.2f}",
-            id, path.substr(1), summary.pod, summary.nodes_in, summary.nodes_out,
-            summary.top_scores.empty() ? "" : " top=", summary.top_scores, summary.detail.empty() ? "" : " detail=\"",
-            summary.detail, summary.detail.empty() ? "" : "\"", status, body.size(), ws->answer.size(), read_ms,
-            summary.bind_wait_ms, ms);
-      } else {
-        spdlog::warn("req={} verb={} pod={} status={} bytes_in={} ms={:.2f} error=\"{}\"", id, path.substr(1),
-                     summary.pod.empty() ? "-" : summary.pod, status, body.size(), ms, summary.error);
-      }
-      for (const auto& [node, reason] : summary.reasons) spdlog::debug("req={} node={} refused: {}", id, node, reason);
-      metrics_->observe(path.substr(1), status, ms / 1000.0, body.size(), summary);
-      res.set_header("X-Request-Id", std::to_string(id));
-      send_answer(res, status, std::move(ws), std::move(lease));
-    });
-  };
-  post_verb("/filter", Verb::kFilter);
-  post_verb("/prioritize", Verb::kPrioritize);
-  post_verb("/bind", Verb::kBind);
-  post_verb("/preempt", Verb::kPreempt);
-  post_verb("/explain", Verb::kExplain);
-  for (const char* path : {"/filter", "/prioritize", "/bind", "/preempt", "/explain"}) method_not_allowed(svr, path, "POST");
+// One verb request: its body read under the limits, the verb, the request log and the metrics.
+void HttpService::serve_verb(Verb verb, const httplib::Request& req, httplib::Response& res,
+                             const httplib::ContentReader& read_content) {
+  const auto started = std::chrono::steady_clock::now();
+  RequestRecord record;
+  record.id = next_request_id_.fetch_add(1);
+  record.verb = verb;
+  auto lease = std::make_shared<MemoryBudget::Lease>(budget_);
+  std::shared_ptr<Workspace> ws = service_->workspaces().acquire();
+  const BodyRead read = read_body(req, res, read_content, {options_.max_body_bytes, options_.request_timeout_seconds},
+                                  budget_, *lease, started + kBudgetWait, ws->body);
+  const auto body_read = std::chrono::steady_clock::now();
+  VerbSummary summary;
+  summary.want_reasons = spdlog::should_log(spdlog::level::debug);
+  if (read.complete()) {
+    record.status = service_->handle(verb, *ws, summary);
+  } else {
+    record.status = read.status;
+    summary.error = read.error;
+    encode_error_object(summary.error, ws->answer);
+    if (read.outcome == BodyRead::Outcome::kOverBudget) res.set_header("Retry-After", "1");
+    if (read.close_connection()) ConnectionServer::close_after_answer(res);  // the body was not read to its end
+  }
+  const auto done = std::chrono::steady_clock::now();
+  record.ms = std::chrono::duration<double, std::milli>(done - started).count();
+  record.read_ms = std::chrono::duration<double, std::milli>(body_read - started).count();
+  record.bytes_in = ws->body.size();
+  record.bytes_out = ws->answer.size();
+  log_request(record, summary);
+  metrics_->observe(verb_name(verb), record.status, record.ms / 1000.0, record.bytes_in, summary);
+  res.set_header("X-Request-Id", std::to_string(record.id));
+  send_answer(res, record.status, std::move(ws), std::move(lease));
 }
 
-bool HttpService::bind(std::string& error) {
+void HttpService::install_verb_routes(httplib::Server& svr) {
+  for (const Verb verb : kAllVerbs) {
+    const std::string path = "/" + std::string(verb_name(verb));
+    svr.Post(path, [this, verb](const httplib::Request& req, httplib::Response& res,
+                                const httplib::ContentReader& read_content) { serve_verb(verb, req, res, read_content); });
+    method_not_allowed(svr, path, "POST");
+  }
+}
+
+Status HttpService::bind() {
   if (options_.port == 0) {
     port_ = server_->bind_to_any_port(options_.address);
-    if (port_ <= 0) {
-      error = "cannot listen on " + options_.address + " (any port)";
-      return false;
-    }
+    if (port_ <= 0) return Status::failed("cannot listen on " + options_.address + " (any port)");
   } else if (server_->bind_to_port(options_.address, options_.port)) {
     port_ = options_.port;
   } else {
-    error = "cannot listen on " + options_.address + ":" + std::to_string(options_.port) +
-            " (address in use, or not an address of this host)";
-    return false;
+    return Status::failed("cannot listen on " + options_.address + ":" + std::to_string(options_.port) +
+                          " (address in use, or not an address of this host)");
   }
-  if (metrics_server_ && !metrics_server_->bind_to_port(options_.address, options_.metrics_port)) {
-    error = "cannot listen on " + options_.address + ":" + std::to_string(options_.metrics_port) + " (--metrics-port)";
-    return false;
-  }
+  if (metrics_server_ && !metrics_server_->bind_to_port(options_.address, options_.metrics_port))
+    return Status::failed("cannot listen on " + options_.address + ":" + std::to_string(options_.metrics_port) +
+                          " (--metrics-port)");
   for (const auto& [server, sock] : listening_sockets_) ::listen(sock, SOMAXCONN);  // a second listen() resizes the backlog
-  return true;
+  return Status::done();
 }
 
 bool HttpService::serve() {

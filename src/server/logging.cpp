@@ -4,7 +4,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "gpu_extender/json_writer.h"
+#include "common/json_writer.h"
 
 namespace gpu_extender {
 namespace {

@@ -1,4 +1,4 @@
-#include "gpu_extender/memory_budget.h"
+#include "memory_budget.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "gpu_extender/metrics.h"
+#include "metrics.h"
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
@@ -179,18 +179,19 @@ struct Metrics::Impl {
 };
 
 Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
-  for (const char* verb : {"filter", "prioritize", "bind", "preempt", "explain"}) {
+  for (const Verb v : kAllVerbs) {
+    const std::string verb(verb_name(v));
     impl_->verbs[verb] = {&impl_->latency.Add({{"verb", verb}}, kLatencyBuckets),
                           &impl_->body.Add({{"verb", verb}}, kBodyBuckets),
                           &impl_->nodes.Add({{"verb", verb}}, kNodeBuckets)};
   }
   for (const char* result : {"success", "failure"}) impl_->reloads.Add({{"result", result}});
-  for (const char* result : {"bound", "failed", "refused", "no_api"}) impl_->binds.Add({{"result", result}});
+  for (const BindResult result : kBindResults) impl_->binds.Add({{"result", std::string(bind_result_name(result))}});
   for (const char* outcome : {"kept", "dropped"}) impl_->preemption.Add({{"outcome", outcome}});
   // Present from the start, so that rate() and the dashboard see a zero rather than no series.
-  impl_->answer_errors.Add({{"verb", "filter"}, {"cause", "no_node_cache"}});
-  for (const char* cause : {"bind_no_api", "bind_refused", "bind_failed"})
-    impl_->answer_errors.Add({{"verb", "bind"}, {"cause", cause}});
+  for (const AnswerError cause : kAnswerErrors)
+    impl_->answer_errors.Add(
+        {{"verb", std::string(verb_name(answer_error_verb(cause)))}, {"cause", std::string(answer_error_name(cause))}});
   impl_->build.Add({{"version", std::string(version())}, {"commit", std::string(git_commit())}}).Set(1);
 }
 
@@ -206,11 +207,12 @@ void Metrics::observe(std::string_view verb, int status, double seconds, size_t 
   it->second.nodes->Observe(static_cast<double>(summary.nodes_in));
   for (const auto& [rule, count] : summary.rejections)
     impl_->rejections.Add({{"reason", std::string(rule)}}).Increment(static_cast<double>(count));
-  if (!summary.bind_result.empty()) impl_->binds.Add({{"result", summary.bind_result}}).Increment();
+  if (summary.bind_result != BindResult::kNone)
+    impl_->binds.Add({{"result", std::string(bind_result_name(summary.bind_result))}}).Increment();
   if (summary.shared_gpu_device >= 0) impl_->shared_gpu_binds.Increment();
   if (status == 200 && !summary.error.empty())
     impl_->answer_errors
-        .Add({{"verb", std::string(verb)}, {"cause", summary.error_cause.empty() ? "other" : summary.error_cause}})
+        .Add({{"verb", std::string(verb)}, {"cause", std::string(answer_error_name(summary.error_cause))}})
         .Increment();
   if (verb == "preempt" && status == 200 && summary.error.empty()) {
     impl_->preemption.Add({{"outcome", "kept"}}).Increment(static_cast<double>(summary.nodes_out));

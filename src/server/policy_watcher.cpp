@@ -1,4 +1,4 @@
-#include "gpu_extender/file_text.h"
+#include "common/file_text.h"
 #include "policy_watcher.h"
 
 #include <spdlog/spdlog.h>
@@ -9,9 +9,9 @@ namespace {
 std::string read_all(const std::string& path) { return read_file_text(path).value_or(""); }
 }  // namespace
 
-PolicyWatcher::PolicyWatcher(std::string path, std::shared_ptr<const ExtenderService> service,
-                             std::shared_ptr<Metrics> metrics, std::chrono::milliseconds interval)
-    : path_(std::move(path)), service_(std::move(service)), metrics_(std::move(metrics)), interval_(interval) {
+PolicyWatcher::PolicyWatcher(std::string path, std::shared_ptr<PolicyHolder> policies, std::shared_ptr<Metrics> metrics,
+                             std::chrono::milliseconds interval)
+    : path_(std::move(path)), policies_(std::move(policies)), metrics_(std::move(metrics)), interval_(interval) {
   last_text_ = read_all(path_);
   thread_ = std::thread([this] {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -38,16 +38,15 @@ bool PolicyWatcher::check() {
   const std::string text = read_all(path_);
   if (text.empty() || text == last_text_) return false;  // unchanged, or mid-swap: look again next time
   last_text_ = text;
-  std::string error;
+  Status replaced = Status::done();
   try {
-    auto next = Policy::build(parse_policy(text, path_));
-    error = service_->replace_policy(next);
-  } catch (const std::exception& e) {
-    error = e.what();
+    replaced = policies_->replace(Policy::build(parse_policy(text, path_)));
+  } catch (const std::exception& e) {  // PolicyError: the file does not parse or build
+    replaced = Status::failed(e.what());
   }
-  metrics_->count_reload(error.empty());
-  if (!error.empty()) {
-    spdlog::error("policy reload refused, keeping the running policy: {}", error);
+  metrics_->count_reload(replaced.ok());
+  if (!replaced.ok()) {
+    spdlog::error("policy reload refused, keeping the running policy: {}", replaced.why());
     return false;
   }
   spdlog::info("policy reloaded from {}", path_);

@@ -13,14 +13,14 @@
 #include <string>
 #include <thread>
 
-#include "gpu_extender/extender_service.h"
-#include "gpu_extender/metrics.h"
+#include "gpu_extender/policy_holder.h"
+#include "metrics.h"
 
 namespace gpu_extender {
 
 class PolicyWatcher {
  public:
-  PolicyWatcher(std::string path, std::shared_ptr<const ExtenderService> service, std::shared_ptr<Metrics> metrics,
+  PolicyWatcher(std::string path, std::shared_ptr<PolicyHolder> policies, std::shared_ptr<Metrics> metrics,
                 std::chrono::milliseconds interval);
   ~PolicyWatcher();
   // Checks once now: true when a new policy was swapped in.
@@ -28,7 +28,7 @@ class PolicyWatcher {
 
  private:
   std::string path_;
-  std::shared_ptr<const ExtenderService> service_;
+  std::shared_ptr<PolicyHolder> policies_;
   std::shared_ptr<Metrics> metrics_;
   std::chrono::milliseconds interval_;
   std::string last_text_;

@@ -1,4 +1,4 @@
-#include "gpu_extender/workspace.h"
+#include "workspace.h"
 
 #include <malloc.h>
 

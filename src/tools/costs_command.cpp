@@ -5,9 +5,9 @@
 #include <unordered_map>
 
 #include "gpu_extender/deletion_cost.h"
-#include "gpu_extender/json_writer.h"
-#include "gpu_extender/name_list.h"
-#include "gpu_extender/tools.h"
+#include "common/json_writer.h"
+#include "common/name_list.h"
+#include "tools.h"
 #include "tool_inputs.h"
 
 namespace gpu_extender {

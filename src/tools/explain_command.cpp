@@ -1,7 +1,7 @@
 // gpu-extender explain: why each node won or lost, for one pod.
 #include "gpu_extender/explain.h"
-#include "gpu_extender/file_text.h"
-#include "gpu_extender/tools.h"
+#include "common/file_text.h"
+#include "tools.h"
 #include "tool_inputs.h"
 
 namespace gpu_extender {

@@ -5,8 +5,8 @@
 
 #include "gpu_extender/explain.h"
 #include "gpu_extender/gpu_share.h"
-#include "gpu_extender/json_writer.h"
-#include "gpu_extender/tools.h"
+#include "common/json_writer.h"
+#include "tools.h"
 #include "tool_inputs.h"
 
 namespace gpu_extender {

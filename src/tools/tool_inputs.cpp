@@ -2,9 +2,9 @@
 
 #include <stdexcept>
 
-#include "gpu_extender/file_text.h"
+#include "common/file_text.h"
 #include "gpu_extender/kube_config.h"
-#include "gpu_extender/tools.h"
+#include "tools.h"
 #include "kube/api_client.h"
 
 namespace gpu_extender::tools {

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <charconv>
 
-#include "gpu_extender/file_text.h"
+#include "common/file_text.h"
 
 namespace gpu_extender {
 

@@ -1,5 +1,5 @@
 
-#include "gpu_extender/file_text.h"
+#include "common/file_text.h"
 #include "gpu_extender/usage_source.h"
 #include "gpu_extender/wire.h"
 

@@ -1,6 +1,6 @@
 // Decoding ExtenderBindingArgs: {"PodName","PodNamespace","PodUID","Node"}.
 #include "decoder_impl.h"
-#include "gpu_extender/case_insensitive.h"
+#include "common/case_insensitive.h"
 
 namespace gpu_extender {
 

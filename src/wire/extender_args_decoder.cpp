@@ -2,7 +2,7 @@
 #include <functional>
 
 #include "decoder_impl.h"
-#include "gpu_extender/case_insensitive.h"
+#include "common/case_insensitive.h"
 #include "names_body_scanner.h"
 
 namespace gpu_extender {

@@ -1,6 +1,6 @@
 // Decoding what the Kubernetes API sends: lists (one page each) and watch event lines, of pods and nodes.
 #include "decoder_impl.h"
-#include "gpu_extender/case_insensitive.h"
+#include "common/case_insensitive.h"
 
 namespace gpu_extender {
 namespace {

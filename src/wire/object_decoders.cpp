@@ -3,7 +3,7 @@
 #include <limits>
 #include "object_decoders.h"
 
-#include "gpu_extender/case_insensitive.h"
+#include "common/case_insensitive.h"
 #include "gpu_extender/quantity.h"
 
 namespace gpu_extender::wire {

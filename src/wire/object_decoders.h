@@ -3,7 +3,7 @@
 // named by the ViewSchema, skips the rest, and throws DecodeError with a path relative to the object.
 #include <vector>
 
-#include "gpu_extender/pod_requests.h"
+#include "common/pod_requests.h"
 #include "json_access.h"
 
 namespace gpu_extender::wire {

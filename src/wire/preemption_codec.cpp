@@ -3,8 +3,8 @@
 //         "NodeNameToMetaVictims":{"n":{"Pods":[{"UID":"..."}],"NumPDBViolations":0}}|null}
 //   out: {"NodeNameToMetaVictims":{"n":{"Pods":[{"UID":"..."}],"NumPDBViolations":0}}}
 #include "decoder_impl.h"
-#include "gpu_extender/case_insensitive.h"
-#include "gpu_extender/json_writer.h"
+#include "common/case_insensitive.h"
+#include "common/json_writer.h"
 #include "gpu_extender/wire_encode.h"
 
 namespace gpu_extender {

@@ -1,7 +1,7 @@
 #include <algorithm>
 #include <array>
 
-#include "gpu_extender/json_writer.h"
+#include "common/json_writer.h"
 #include "gpu_extender/wire_encode.h"
 
 namespace gpu_extender {

@@ -68,7 +68,7 @@ void check_filter_answer(const std::string& request, const std::string& response
 }
 
 std::string generate(const std::string& args) {
-  const std::string generator = std::string(GPU_EXTENDER_SHARED_DIR) + "/bench/gen_extender_args.py";
+  const std::string generator = std::string(GPU_EXTENDER_SOURCE_DIR) + "/bench/gen_requests.py";
   const std::string out = "/tmp/gpu-extender-test-" + std::to_string(getpid()) + ".json";
   const int rc = std::system(("python3 " + generator + " " + args + " --out " + out + " 2>/dev/null").c_str());
   REQUIRE(rc == 0);

@@ -12,7 +12,7 @@
 #include <sstream>
 #include <string>
 
-#include "gpu_extender/file_text.h"
+#include "common/file_text.h"
 #include "gpu_extender/policy.h"
 #include "gpu_extender/quantity.h"
 #include "gpu_extender/wire.h"

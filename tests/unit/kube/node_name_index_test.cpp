@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu_extender/node_name_index.h"
+#include "kube/node_name_index.h"
 
 using namespace gpu_extender;
 

@@ -1,7 +1,7 @@
 #pragma once
 // Helpers for the predicate and scorer tests: build a rule from the default policy and run it.
 #include "../test_support.h"
-#include "policy/rules.h"
+#include "policy/rules/rules.h"
 
 namespace rule_support {
 

@@ -137,7 +137,7 @@ TEST_CASE("verdict memo: a reloaded policy judges every node again") {
   CHECK(verdicts(service, names_body("a", 2))["small"] == "unresolvable: node has 1 GPUs; pod requests 2");
   PolicyConfig without_count = default_policy_config();
   std::erase(without_count.filters, "gpuCount");
-  REQUIRE(service.replace_policy(Policy::build(without_count)).empty());
+  REQUIRE(service.replace_policy(Policy::build(without_count)).ok());
   CHECK(verdicts(service, names_body("b", 2))["small"] == "pass");
 }
 

@@ -1,0 +1,60 @@
+// Filter 2: memory per GPU (node label, MiB) must be at least what the pod asks for (annotation, MiB).
+// A pod that requests MIG slices asks it of each slice: the profile's <resource>.memory label. A pod
+// that requests only slices is not judged on the whole GPU's memory. Unresolvable: a node's GPU memory
+// does not change by evicting pods.
+#include "gpu_extender/quantity.h"
+#include "policy/gpu_inventory.h"
+#include "policy/reason.h"
+#include "rules.h"
+
+namespace gpu_extender::rules {
+namespace {
+
+class GpuMemoryPredicate final : public Predicate {
+ public:
+  explicit GpuMemoryPredicate(const ViewSchema& schema) : schema_(schema) {}
+  std::string_view name() const override { return "gpuMemory"; }
+
+  Fit check(const PodRequest& pod, const NodeInput& input, std::string& reason) const override {
+    if (!pod.gpu_memory_mib || *pod.gpu_memory_mib == 0) return Fit::kPass;
+    const int64_t wanted = *pod.gpu_memory_mib;
+    const NodeView& node = *input.node;
+    bool slices = false;
+    for (size_t k = 0; k < schema_.mig_profiles(); ++k) {
+      if (mig_slices_wanted(pod, schema_, k) == 0) continue;
+      slices = true;
+      // A node with none of the profile's slices is refused by gpuCount, with the reason that says so.
+      const auto offered = mig_inventory(input, schema_, k).total;
+      if (!node.mig_memory[k] && (!offered || *offered == 0)) continue;
+      const Fit fit = check_memory(wanted, node.mig_memory[k], schema_.mig_memory_labels[k], "per slice", reason);
+      if (fit != Fit::kPass) return fit;
+    }
+    if (slices && !pod.wants_gpus()) return Fit::kPass;
+    const std::string& label = node.gpu_memory ? schema_.node_gpu_memory_labels[node.gpu_memory_label]
+                                               : label_names(schema_.node_gpu_memory_labels);
+    return check_memory(wanted, node.gpu_memory, label, "per GPU", reason);
+  }
+
+ private:
+  static Fit check_memory(int64_t wanted, const std::optional<std::string_view>& value, const std::string& label,
+                          const char* per, std::string& reason) {
+    if (!value)
+      return refuse(reason, Fit::kUnresolvable, "node has no ", label, " label; pod requests ", wanted, " MiB ", per);
+    std::string error;
+    const std::optional<int64_t> have = parse_mebibytes(*value, &error);
+    if (!have) return refuse(reason, Fit::kUnresolvable, "node label ", label, " is not a memory size: ", error);
+    if (*have >= wanted) return Fit::kPass;
+    return refuse(reason, Fit::kUnresolvable, "gpu memory ", *have, " MiB ", per, " is below requested ", wanted,
+                  " MiB");
+  }
+
+  ViewSchema schema_;
+};
+
+}  // namespace
+
+std::unique_ptr<Predicate> make_gpu_memory_predicate(const PolicyConfig& config) {
+  return std::make_unique<GpuMemoryPredicate>(config.schema);
+}
+
+}  // namespace gpu_extender::rules

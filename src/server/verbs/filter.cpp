@@ -1,0 +1,99 @@
+// POST /filter: every node's verdict; the passing nodes (full mode: their objects, as sent) and the
+// refused ones with their reasons, resolvable or not.
+#include <algorithm>
+
+#include "common/json_writer.h"
+#include "gpu_extender/wire_encode.h"
+#include "verb_context.h"
+
+namespace gpu_extender::verbs {
+namespace {
+
+// Names mode: known nodes answer from the memo, reasons encoded already; names the cache lacks get a
+// verdict of this request's own (scratch.verdicts and scratch.reason_json, sized first: the answer
+// points into them).
+void judge_names(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args) {
+  FilterScratch& scratch = ws.filter;
+  ws.names.judge(*ctx.parts.cluster, ws.policy, args);
+  const std::vector<uint32_t>& slots = ws.names.slots();
+  const size_t count = args.node_names.size();
+  scratch.encoded.resize(count);
+  const size_t unknown = static_cast<size_t>(std::count(slots.begin(), slots.end(), NodeMemo::kNoSlot));
+  scratch.verdicts.resize(unknown);
+  if (scratch.reason_json.size() < unknown) scratch.reason_json.resize(unknown);
+  for (size_t i = 0, k = 0; i < count; ++i) {
+    const uint32_t slot = slots[i];
+    if (slot != NodeMemo::kNoSlot) {
+      const NodeVerdict& v = ws.names.verdict(slot);
+      scratch.verdict_of[i] = &v;
+      scratch.encoded[i] = {v.fit, ws.names.reason_json(slot)};
+      continue;
+    }
+    NodeVerdict& v = scratch.verdicts[k];
+    v = {Fit::kResolvable,
+         "node " + std::string(args.node_names[i]) +
+             " is not in the extender's node cache (just added, or the cache is not synced yet)",
+         "nodeCache"};
+    std::string& json = scratch.reason_json[k++];
+    json.clear();
+    append_json_string(json, v.reason);
+    scratch.verdict_of[i] = &v;
+    scratch.encoded[i] = {v.fit, json};
+  }
+}
+
+// Counts the passing nodes and the refusals per rule (and, at debug level, every reason).
+void summarize(Workspace& ws, const ExtenderArgs& args, VerbSummary& summary) {
+  FilterScratch& scratch = ws.filter;
+  scratch.passing_slots.clear();
+  for (size_t i = 0; i < args.node_names.size(); ++i) {
+    const NodeVerdict& v = *scratch.verdict_of[i];
+    if (v.passed()) {
+      ++summary.nodes_out;
+      if (!args.full_mode) scratch.passing_slots.push_back(ws.names.slots()[i]);
+      continue;
+    }
+    // Rule names are the rules' own constants: the same pointer almost always settles it.
+    auto counted = std::find_if(summary.rejections.begin(), summary.rejections.end(), [&](const auto& r) {
+      return (r.first.data() == v.rule.data() && r.first.size() == v.rule.size()) || r.first == v.rule;
+    });
+    if (counted == summary.rejections.end()) summary.rejections.emplace_back(v.rule, 1);
+    else ++counted->second;
+    if (summary.want_reasons) summary.reasons.emplace_back(std::string(args.node_names[i]), v.reason);
+  }
+}
+
+}  // namespace
+
+int filter(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
+  const ExtenderArgs& args = decode_args(ctx, ws, summary, true);
+  if (!args.full_mode && !ctx.parts.cluster) {
+    // ExtenderFilterResult has an Error field, and the scheduler logs it (it drops non-200 bodies).
+    encode_filter_error(kNoNodeCache, ws.answer);
+    summary.error = std::string(kNoNodeCache);
+    summary.error_cause = AnswerError::kNoNodeCache;
+    return 200;
+  }
+  FilterScratch& scratch = ws.filter;
+  scratch.verdict_of.resize(args.node_names.size());
+  if (args.full_mode) {
+    gather_full_mode(ctx, ws, args);
+    ws.policy->filter(args.pod, ws.full.inputs, scratch.verdicts);
+    for (size_t i = 0; i < scratch.verdict_of.size(); ++i) scratch.verdict_of[i] = &scratch.verdicts[i];
+  } else {
+    judge_names(ctx, ws, args);
+  }
+  summarize(ws, args, summary);
+  if (args.full_mode) {
+    encode_filter_result(args, scratch.verdicts, ws.answer);  // reasons escaped there
+  } else {
+    const ByteRange names = encode_filter_result(args, scratch.encoded, ws.answer);
+    // The list /prioritize will be sent (kube-scheduler passes on the answer's names, in order).
+    ws.names.remember_answer(std::string_view(ws.answer).substr(names.begin, names.end - names.begin),
+                             scratch.passing_slots);
+  }
+  if (summary.nodes_out > 0) ctx.tracker.expect_bind(args.pod.uid);  // one node passing: no /prioritize comes
+  return 200;
+}
+
+}  // namespace gpu_extender::verbs

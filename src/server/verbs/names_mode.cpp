@@ -1,0 +1,116 @@
+#include "names_mode.h"
+
+#include <algorithm>
+
+#include "common/json_writer.h"
+#include "gpu_extender/gpu_utilization.h"
+
+namespace gpu_extender {
+
+void NamesMode::lookup(const ClusterView& view, const ExtenderArgs& args) {
+  view.lookup(args.node_names, slots_, nodes_, args.node_names_json);
+}
+
+void NamesMode::reset_if_other_pod(const std::shared_ptr<const Policy>& policy, const PodRequest& pod) {
+  if (memo_.policy != policy || !memo_.facts.matches(pod)) {
+    // Another pod (or policy): nothing judged or scored before holds.
+    memo_.policy = policy;
+    memo_.facts = PodFacts::of(pod);
+    std::fill(memo_.judged_version.begin(), memo_.judged_version.end(), 0);
+    std::fill(memo_.scored_version.begin(), memo_.scored_version.end(), 0);
+  }
+  const size_t slots = nodes_.version.size();
+  if (memo_.judged_version.size() < slots) {
+    memo_.judged_version.resize(slots, 0);
+    memo_.verdict.resize(slots);
+    memo_.reason_json.resize(slots);
+  }
+  if (memo_.scored_version.size() < slots) {
+    memo_.scored_version.resize(slots, 0);
+    memo_.scored_live.resize(slots);
+    memo_.combined.resize(slots);
+  }
+}
+
+void NamesMode::judge(const ClusterView& view, const std::shared_ptr<const Policy>& policy, const ExtenderArgs& args) {
+  lookup(view, args);
+  reset_if_other_pod(policy, args.pod);
+  stale_slots_.clear();
+  stale_inputs_.clear();
+  for (uint32_t slot : slots_) {
+    if (slot == NodeMemo::kNoSlot || memo_.judged_version[slot] == nodes_.version[slot]) continue;
+    memo_.judged_version[slot] = nodes_.version[slot];  // also once only for a name sent twice
+    stale_slots_.push_back(slot);
+    stale_inputs_.push_back(input(slot));
+  }
+  if (stale_slots_.empty()) return;
+  policy->filter(args.pod, stale_inputs_, stale_verdicts_);
+  for (size_t k = 0; k < stale_slots_.size(); ++k) {
+    const uint32_t slot = stale_slots_[k];
+    std::swap(memo_.verdict[slot], stale_verdicts_[k]);  // swapped, not copied: each keeps a reason buffer
+    memo_.reason_json[slot].clear();
+    if (!memo_.verdict[slot].passed()) append_json_string(memo_.reason_json[slot], memo_.verdict[slot].reason);
+  }
+}
+
+void NamesMode::read_live(const GpuUtilizationSource* utilization, std::span<const uint32_t> scored) {
+  live_.assign(scored.size(), std::nullopt);
+  if (!utilization) return;
+  const auto now = GpuUtilizationSource::Clock::now();
+  for (size_t k = 0; k < scored.size(); ++k) live_[k] = utilization->fresh(nodes_.node[scored[k]]->view().name, now);
+}
+
+void NamesMode::score(const PodRequest& pod, const GpuUtilizationSource* utilization, std::span<const uint32_t> scored,
+                      ScoreSheet& sheet) {
+  const Policy& policy = *memo_.policy;  // judge() has reset the memo for another pod or policy
+  const size_t per_slot = policy.scorer_count();
+  memo_.raw_scores.resize(memo_.scored_version.size() * per_slot);
+  // Live utilisation (with --prometheus-url) is part of a node's state for gpuIdle: a change scores
+  // the node again.
+  read_live(utilization, scored);
+  const size_t count = scored.size();
+  stale_inputs_.clear();
+  stale_slots_.clear();
+  for (size_t k = 0; k < count; ++k) {
+    const uint32_t slot = scored[k];
+    if (memo_.scored_version[slot] == nodes_.version[slot] && memo_.scored_live[slot] == live_[k]) continue;
+    memo_.scored_version[slot] = nodes_.version[slot];  // also once only for a name sent twice
+    memo_.scored_live[slot] = live_[k];
+    stale_slots_.push_back(slot);
+    stale_inputs_.push_back(input(slot));
+    stale_inputs_.back().live_gpu_utilization = live_[k];
+  }
+  const bool alone = policy.scores_nodes_alone(pod);
+  if (!stale_inputs_.empty()) {
+    stale_raw_.assign(stale_inputs_.size() * per_slot, 0.0);
+    policy.score_alone(pod, stale_inputs_, stale_raw_, score_scratch_);
+    for (size_t k = 0; k < stale_slots_.size(); ++k) {
+      const std::span<const double> raw(stale_raw_.data() + k * per_slot, per_slot);
+      const uint32_t slot = stale_slots_[k];
+      std::copy(raw.begin(), raw.end(), memo_.raw_scores.begin() + static_cast<std::ptrdiff_t>(slot * per_slot));
+      if (alone) memo_.combined[slot] = policy.combine(pod, raw);
+    }
+  }
+  if (alone) {
+    // Every scorer that applies scores a node alone: the kept combined scores are the sheet's, and
+    // only the scaling (which ranks the nodes together) is done again. sheet.columns are not filled.
+    sheet.combined.resize(count);
+    for (size_t k = 0; k < count; ++k) sheet.combined[k] = memo_.combined[scored[k]];
+    policy.scale(sheet.combined, sheet.final, sheet.order);
+    return;
+  }
+  // A scorer ranks the nodes against one another (resourcePacking): score them all, with the kept
+  // raw scores of the others.
+  scored_inputs_.clear();
+  alone_.resize(count * per_slot);
+  for (size_t k = 0; k < count; ++k) {
+    const uint32_t slot = scored[k];
+    scored_inputs_.push_back(input(slot));
+    scored_inputs_.back().live_gpu_utilization = live_[k];
+    std::copy_n(memo_.raw_scores.begin() + static_cast<std::ptrdiff_t>(slot * per_slot), per_slot,
+                alone_.begin() + static_cast<std::ptrdiff_t>(k * per_slot));
+  }
+  policy.score(pod, scored_inputs_, sheet, alone_);
+}
+
+}  // namespace gpu_extender
