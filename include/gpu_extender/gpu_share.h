@@ -35,7 +35,7 @@ int choose_shared_gpu(const SharedGpus& gpus, int64_t wanted, Placement placemen
 int assign_shared_gpu(const NodeInput& input, Placement placement, ResourceAmounts& requests);
 
 // Whole units of shared memory the pod asks (its request, rounded up).
-int64_t shared_gpu_units_wanted(const PodRequest& pod);
+int64_t shared_gpu_units_wanted(const PodFacts& pod);
 
 // "free 4/16, 16/16 GiB" style summary of each device, for explain and reasons.
 std::string describe_shared_gpus(const SharedGpus& gpus, const std::string& unit);

@@ -1,8 +1,9 @@
 #pragma once
-// The parts of a Kubernetes Pod that the policy reads: identity, GPU annotations, and the effective
+// The parts of a Kubernetes Pod that the extender reads: identity, GPU annotations, and the effective
 // requests of the tracked resources (computed as Kubernetes computes them, see pod_requests.h).
 //
-// Strings are views into the decoder's storage (valid while the decoder's current document is).
+// Identity strings are views into the decoder's storage (valid while the decoder's current document
+// is); the facts the rules read own theirs (they are short, and names mode keeps them).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -17,26 +18,17 @@ namespace gpu_extender {
 // fits (so whole GPUs stay free for large jobs), spread takes the emptiest.
 enum class Placement : uint8_t { kBinpack, kSpread };
 
-struct PodRequest {
-  std::string_view name;
-  std::string_view ns;
-  std::string_view uid;
-  std::string_view resource_version;  // metadata.resourceVersion (watch bookkeeping)
-  std::string_view node_name;  // spec.nodeName: set for bound pods (usage snapshots, watches)
-  std::string_view phase;      // status.phase
-  std::string_view scheduler_name;  // spec.schedulerName ("" when absent: the API server's default applies)
-
-  std::optional<std::string_view> gpu_model;  // annotation: one model or a comma-separated list
-  std::optional<int64_t> gpu_memory_mib;      // annotation: MiB per GPU
-  std::optional<std::string_view> gpu_family;  // annotation: one architecture or a list ("ampere,hopper")
-  Placement placement = Placement::kBinpack;   // annotation
-  // GPU sharing: the device a bound pod's shared memory is on (gpushare's ALIYUN_COM_GPU_MEM_IDX).
-  // Its memory is then also counted in requests' slot shared_gpu_device_slot(device).
-  std::optional<int> shared_gpu_device;
-  // Pod deletion cost (deletion_cost.h): the annotation, and the companion saying the extender wrote it.
-  std::optional<std::string_view> deletion_cost, deletion_cost_written;
-
+// What the rules read of a pod: its effective requests and the annotations that ask for a kind of GPU
+// or a placement. Predicates and scorers are given this and nothing else, so two pods with equal facts
+// get the same verdict and scores on every node, whatever their names (a ReplicaSet's pods, one after
+// another): names mode keeps verdicts by these facts, compared whole (operator==). A rule that needs
+// another field of the pod adds it here, and the comparison takes it in by itself.
+struct PodFacts {
   ResourceAmounts requests;  // effective pod requests, milli-units
+  std::optional<std::string> gpu_model;   // annotation: one model or a comma-separated list
+  std::optional<int64_t> gpu_memory_mib;  // annotation: MiB per GPU
+  std::optional<std::string> gpu_family;  // annotation: one architecture or a list ("ampere,hopper")
+  Placement placement = Placement::kBinpack;  // annotation
   // Set when an annotation the policy reads cannot be understood: every node refuses the pod with
   // this reason (unresolvable). Bound pods with one still count their requests.
   std::string invalid_reason;
@@ -47,36 +39,29 @@ struct PodRequest {
   bool wants_packed_resource() const { return requested(ViewSchema::kPackedResource) > 0; }
   int64_t shared_gpu_memory_milli() const { return requested(ViewSchema::kSharedGpuMemory); }
   bool wants_shared_gpu() const { return shared_gpu_memory_milli() > 0; }
-  // A pod that finished no longer holds its resources (Kubernetes' scheduler cache drops it too).
-  bool terminated() const { return phase == "Succeeded" || phase == "Failed"; }
+
+  bool operator==(const PodFacts&) const = default;
 };
 
-// What of a pod the predicates read, owned: two pods with equal facts get the same verdict on every
-// node, whatever their names (a ReplicaSet's pods, one after another). A predicate that starts
-// reading another field of PodRequest must add it here, or verdicts kept for one pod would be given
-// to another (tests/unit/verdict_memo_test.cpp checks each field).
-struct PodFacts {
-  ResourceAmounts requests;
-  std::optional<std::string> gpu_model, gpu_family;
-  std::optional<int64_t> gpu_memory_mib;
-  std::string invalid_reason;
-  Placement placement = Placement::kBinpack;  // read by scorers (and /bind), not by predicates
+// A pod as the decoders read it: who it is and where it stands, and its facts.
+struct PodRequest : PodFacts {
+  std::string_view name;
+  std::string_view ns;
+  std::string_view uid;
+  std::string_view resource_version;  // metadata.resourceVersion (watch bookkeeping)
+  std::string_view node_name;  // spec.nodeName: set for bound pods (usage snapshots, watches)
+  std::string_view phase;      // status.phase
+  std::string_view scheduler_name;  // spec.schedulerName ("" when absent: the API server's default applies)
 
-  static PodFacts of(const PodRequest& pod) {
-    auto owned = [](const std::optional<std::string_view>& v) {
-      return v ? std::optional<std::string>(std::string(*v)) : std::nullopt;
-    };
-    return {pod.requests,         owned(pod.gpu_model), owned(pod.gpu_family), pod.gpu_memory_mib,
-            pod.invalid_reason,   pod.placement};
-  }
-  bool matches(const PodRequest& pod) const {
-    auto same = [](const std::optional<std::string>& a, const std::optional<std::string_view>& b) {
-      return a.has_value() == b.has_value() && (!a || *a == *b);
-    };
-    return requests.present == pod.requests.present && requests.milli == pod.requests.milli &&
-           same(gpu_model, pod.gpu_model) && same(gpu_family, pod.gpu_family) &&
-           gpu_memory_mib == pod.gpu_memory_mib && invalid_reason == pod.invalid_reason && placement == pod.placement;
-  }
+  // GPU sharing: the device a bound pod's shared memory is on (gpushare's ALIYUN_COM_GPU_MEM_IDX).
+  // Its memory is then also counted in requests' slot shared_gpu_device_slot(device).
+  std::optional<int> shared_gpu_device;
+  // Pod deletion cost (deletion_cost.h): the annotation, and the companion saying the extender wrote it.
+  std::optional<std::string_view> deletion_cost, deletion_cost_written;
+
+  const PodFacts& facts() const { return *this; }
+  // A pod that finished no longer holds its resources (Kubernetes' scheduler cache drops it too).
+  bool terminated() const { return phase == "Succeeded" || phase == "Failed"; }
 };
 
 // What /bind needs to know of a pod, owned: who it is, which scheduler it belongs to, whether it is

@@ -47,9 +47,9 @@ class Predicate {
   virtual std::string_view name() const = 0;
   // The verdict on one node; when it is not kPass, why, appended to `reason` (empty on entry, and
   // left empty on a pass). The buffer is reused across requests: build reasons in place (reason.h).
-  virtual Fit check(const PodRequest& pod, const NodeInput& node, std::string& reason) const = 0;
+  virtual Fit check(const PodFacts& pod, const NodeInput& node, std::string& reason) const = 0;
   // The same as a value (tests, tools).
-  PredicateResult evaluate(const PodRequest& pod, const NodeInput& node) const {
+  PredicateResult evaluate(const PodFacts& pod, const NodeInput& node) const {
     PredicateResult result;
     result.fit = check(pod, node, result.reason);
     return result;
@@ -61,10 +61,10 @@ class Scorer {
   virtual ~Scorer() = default;
   virtual std::string_view name() const = 0;
   // Whether this scorer has an opinion on the pod (a GPU scorer has none on a pod without GPUs).
-  virtual bool applies(const PodRequest& pod) const = 0;
+  virtual bool applies(const PodFacts& pod) const = 0;
   // Raw scores 0..100 for every node, written to out[i]. Sees all nodes at once, so it can normalise
   // across them (as kube-scheduler's NormalizeScore does).
-  virtual void score(const PodRequest& pod, std::span<const NodeInput> nodes, std::span<double> out) const = 0;
+  virtual void score(const PodFacts& pod, std::span<const NodeInput> nodes, std::span<double> out) const = 0;
   // Whether a node's raw score depends on the pod and that node alone (not on the other nodes of the
   // request): then a caller may keep it for as long as neither changes (see Policy::score_alone).
   virtual bool per_node() const { return true; }
@@ -94,9 +94,9 @@ class Policy {
 
   // One verdict per node, in order. A node failing any unresolvable predicate is unresolvable (no
   // preemption can help it); otherwise the first failing predicate's reason is given.
-  void filter(const PodRequest& pod, std::span<const NodeInput> nodes, std::vector<NodeVerdict>& out) const;
+  void filter(const PodFacts& pod, std::span<const NodeInput> nodes, std::vector<NodeVerdict>& out) const;
   // Scores for every node, in order.
-  void score(const PodRequest& pod, std::span<const NodeInput> nodes, ScoreSheet& sheet) const;
+  void score(const PodFacts& pod, std::span<const NodeInput> nodes, ScoreSheet& sheet) const;
 
   // The same in two steps, for a caller that keeps raw scores from one request to the next (names
   // mode: between two pods of one kind only the nodes bound to have changed). score_alone: the raw
@@ -105,15 +105,15 @@ class Policy {
   // taking the per-node scorers' raw scores from `alone` (laid out as score_alone writes them,
   // whether computed now or kept) and computing the others.
   size_t scorer_count() const { return scorers_.size(); }
-  void score_alone(const PodRequest& pod, std::span<const NodeInput> nodes, std::span<double> raw,
+  void score_alone(const PodFacts& pod, std::span<const NodeInput> nodes, std::span<double> raw,
                    std::vector<double>& scratch) const;
-  void score(const PodRequest& pod, std::span<const NodeInput> nodes, ScoreSheet& sheet,
+  void score(const PodFacts& pod, std::span<const NodeInput> nodes, ScoreSheet& sheet,
              std::span<const double> alone) const;
   // Whether every scorer that applies to `pod` is per-node: a node's combined score is then its own,
   // and a caller may keep that too (combine gives it, as score computes it, from the node's raw
   // scores laid out as score_alone writes them).
-  bool scores_nodes_alone(const PodRequest& pod) const;
-  double combine(const PodRequest& pod, std::span<const double> raw_of_node) const;
+  bool scores_nodes_alone(const PodFacts& pod) const;
+  double combine(const PodFacts& pod, std::span<const double> raw_of_node) const;
   // Combined scores (0..100) to the scheduler's 0..10, by the configured scaling.
   void scale(std::span<const double> combined, std::vector<int64_t>& final, ScoreOrder& order) const;
 

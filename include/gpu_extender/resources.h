@@ -51,6 +51,7 @@ class ResourceTable {
 struct ResourceAmounts {
   std::array<int64_t, kMaxTrackedResources> milli{};
   uint32_t present = 0;  // bit i set: resource i was listed
+  bool operator==(const ResourceAmounts&) const = default;
 
   bool has(size_t i) const { return (present >> i) & 1U; }
   int64_t get(size_t i) const { return milli[i]; }

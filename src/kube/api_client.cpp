@@ -1,5 +1,6 @@
 #include "common/file_text.h"
 #include "api_client.h"
+#include "common/openssl_handles.h"
 
 #include <httplib.h>
 #include <openssl/pem.h>
@@ -11,24 +12,19 @@
 namespace gpu_extender::kube {
 namespace {
 
-// An X509_STORE with every certificate of a PEM bundle; the SSL context takes ownership.
-X509_STORE* ca_store_from_pem(const std::string& pem) {
-  X509_STORE* store = X509_STORE_new();
-  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
-  STACK_OF(X509_INFO)* infos = PEM_X509_INFO_read_bio(bio, nullptr, nullptr, nullptr);
-  BIO_free(bio);
+// An X509_STORE with every certificate of a PEM bundle (an SSL context takes it over with release()).
+X509StoreHandle ca_store_from_pem(const std::string& pem) {
+  X509StoreHandle store(X509_STORE_new());
+  STACK_OF(X509_INFO)* infos = PEM_X509_INFO_read_bio(memory_bio(pem).get(), nullptr, nullptr, nullptr);
   int added = 0;
   if (infos) {
     for (int i = 0; i < sk_X509_INFO_num(infos); ++i) {
       X509_INFO* info = sk_X509_INFO_value(infos, i);
-      if (info->x509 && X509_STORE_add_cert(store, info->x509) == 1) ++added;
+      if (info->x509 && X509_STORE_add_cert(store.get(), info->x509) == 1) ++added;
     }
-    sk_X509_INFO_pop_free(infos, X509_INFO_free);
+    sk_X509_INFO_pop_free(infos, X509_INFO_free);  // a stack of owned entries: its own free walks them
   }
-  if (added == 0) {
-    X509_STORE_free(store);
-    throw KubeConfigError("the certificate authority holds no PEM certificate");
-  }
+  if (added == 0) throw KubeConfigError("the certificate authority holds no PEM certificate");
   return store;
 }
 
@@ -80,7 +76,7 @@ ApiClient::ApiClient(ApiEndpoint endpoint) : endpoint_(std::move(endpoint)) {
   host_ = rest;
   if (!tls_ && !endpoint_.client_cert_pem.empty())
     throw KubeConfigError("client certificates need an https:// API server");
-  if (tls_ && !endpoint_.ca_pem.empty()) X509_STORE_free(ca_store_from_pem(endpoint_.ca_pem));  // validate now
+  if (tls_ && !endpoint_.ca_pem.empty()) ca_store_from_pem(endpoint_.ca_pem);  // validate now
   ca_pem_ = endpoint_.ca_pem;
   if (!endpoint_.ca_file.empty()) ca_stamp_ = file_stamp(endpoint_.ca_file);
   ca_checked_at_ = std::chrono::steady_clock::now();
@@ -96,7 +92,7 @@ std::string ApiClient::current_ca_pem() const {
   std::optional<std::string> text = read_file_text(endpoint_.ca_file);
   if (!text) return ca_pem_;  // mid-swap: keep verifying against the CA we have
   try {
-    X509_STORE_free(ca_store_from_pem(*text));
+    ca_store_from_pem(*text);  // validates it
   } catch (const KubeConfigError&) {
     return ca_pem_;  // a half-written file: try again at the next change
   }
@@ -131,20 +127,11 @@ std::unique_ptr<httplib::ClientImpl> ApiClient::connect(std::chrono::millisecond
   if (tls_) {
     std::unique_ptr<httplib::SSLClient> ssl;
     if (!endpoint_.client_cert_pem.empty()) {
-      BIO* cert_bio = BIO_new_mem_buf(endpoint_.client_cert_pem.data(), static_cast<int>(endpoint_.client_cert_pem.size()));
-      BIO* key_bio = BIO_new_mem_buf(endpoint_.client_key_pem.data(), static_cast<int>(endpoint_.client_key_pem.size()));
-      X509* cert = PEM_read_bio_X509(cert_bio, nullptr, nullptr, nullptr);
-      EVP_PKEY* key = PEM_read_bio_PrivateKey(key_bio, nullptr, nullptr, nullptr);
-      BIO_free(cert_bio);
-      BIO_free(key_bio);
-      if (!cert || !key) {
-        X509_free(cert);
-        EVP_PKEY_free(key);
-        throw KubeConfigError("the client certificate or key is not valid PEM");
-      }
-      ssl = std::make_unique<httplib::SSLClient>(host_, port_, cert, key);  // the context takes references
-      X509_free(cert);
-      EVP_PKEY_free(key);
+      const X509Handle cert(PEM_read_bio_X509(memory_bio(endpoint_.client_cert_pem).get(), nullptr, nullptr, nullptr));
+      const EvpKeyHandle key(
+          PEM_read_bio_PrivateKey(memory_bio(endpoint_.client_key_pem).get(), nullptr, nullptr, nullptr));
+      if (!cert || !key) throw KubeConfigError("the client certificate or key is not valid PEM");
+      ssl = std::make_unique<httplib::SSLClient>(host_, port_, cert.get(), key.get());  // the context takes references
     } else {
       ssl = std::make_unique<httplib::SSLClient>(host_, port_);
     }
@@ -153,7 +140,7 @@ std::unique_ptr<httplib::ClientImpl> ApiClient::connect(std::chrono::millisecond
       std::lock_guard<std::mutex> lock(pool_mutex_);
       ca = current_ca_pem();
     }
-    if (!ca.empty()) ssl->set_ca_cert_store(ca_store_from_pem(ca));
+    if (!ca.empty()) ssl->set_ca_cert_store(ca_store_from_pem(ca).release());  // the context owns it
     ssl->enable_server_certificate_verification(!endpoint_.insecure_skip_tls_verify);
     client = std::move(ssl);
   } else {

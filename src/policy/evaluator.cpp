@@ -37,7 +37,7 @@ std::shared_ptr<const Policy> Policy::build(PolicyConfig config) {
   return policy;
 }
 
-void Policy::filter(const PodRequest& pod, std::span<const NodeInput> nodes, std::vector<NodeVerdict>& out) const {
+void Policy::filter(const PodFacts& pod, std::span<const NodeInput> nodes, std::vector<NodeVerdict>& out) const {
   // Verdicts are reset, not rebuilt: a reused vector keeps each reason's buffer from the last request.
   out.resize(nodes.size());
   for (NodeVerdict& verdict : out) {
@@ -77,11 +77,11 @@ void Policy::filter(const PodRequest& pod, std::span<const NodeInput> nodes, std
   }
 }
 
-void Policy::score(const PodRequest& pod, std::span<const NodeInput> nodes, ScoreSheet& sheet) const {
+void Policy::score(const PodFacts& pod, std::span<const NodeInput> nodes, ScoreSheet& sheet) const {
   score(pod, nodes, sheet, {});
 }
 
-void Policy::score_alone(const PodRequest& pod, std::span<const NodeInput> nodes, std::span<double> raw,
+void Policy::score_alone(const PodFacts& pod, std::span<const NodeInput> nodes, std::span<double> raw,
                          std::vector<double>& scratch) const {
   const size_t count = scorers_.size();
   for (size_t s = 0; s < count; ++s) {
@@ -93,7 +93,7 @@ void Policy::score_alone(const PodRequest& pod, std::span<const NodeInput> nodes
   }
 }
 
-void Policy::score(const PodRequest& pod, std::span<const NodeInput> nodes, ScoreSheet& sheet,
+void Policy::score(const PodFacts& pod, std::span<const NodeInput> nodes, ScoreSheet& sheet,
                    std::span<const double> alone) const {
   sheet.columns.resize(scorers_.size());
   sheet.combined.assign(nodes.size(), 0.0);
@@ -120,14 +120,14 @@ void Policy::score(const PodRequest& pod, std::span<const NodeInput> nodes, Scor
   scale(sheet.combined, sheet.final, sheet.order);
 }
 
-bool Policy::scores_nodes_alone(const PodRequest& pod) const {
+bool Policy::scores_nodes_alone(const PodFacts& pod) const {
   return std::all_of(scorers_.begin(), scorers_.end(), [&](const auto& scorer_and_weight) {
     const auto& [scorer, weight] = scorer_and_weight;
     return weight <= 0 || scorer->per_node() || !scorer->applies(pod);
   });
 }
 
-double Policy::combine(const PodRequest& pod, std::span<const double> raw_of_node) const {
+double Policy::combine(const PodFacts& pod, std::span<const double> raw_of_node) const {
   // The same operations in the same order as score(), so that the two agree to the last bit.
   double combined = 0.0;
   double total_weight = 0;

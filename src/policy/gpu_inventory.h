@@ -55,20 +55,20 @@ inline GpuInventory mig_inventory(const NodeInput& input, const ViewSchema& sche
 }
 
 // Slices of MIG profile `profile` the pod requests, in whole slices (0: none).
-inline int64_t mig_slices_wanted(const PodRequest& pod, const ViewSchema& schema, size_t profile) {
+inline int64_t mig_slices_wanted(const PodFacts& pod, const ViewSchema& schema, size_t profile) {
   return milli_to_units_ceil(pod.requested(schema.mig_resource(profile)));
 }
 
 // The first MIG profile the pod requests slices of, if any. A pod may ask for several: the filters
 // judge each, the scorers rank by this one.
-inline std::optional<size_t> first_mig_request(const PodRequest& pod, const ViewSchema& schema) {
+inline std::optional<size_t> first_mig_request(const PodFacts& pod, const ViewSchema& schema) {
   for (size_t k = 0; k < schema.mig_profiles(); ++k)
     if (mig_slices_wanted(pod, schema, k) > 0) return k;
   return std::nullopt;
 }
 
 // GPU scorers rank pods that want whole GPUs or MIG slices.
-inline bool wants_gpus_or_slices(const PodRequest& pod, const ViewSchema& schema) {
+inline bool wants_gpus_or_slices(const PodFacts& pod, const ViewSchema& schema) {
   return pod.wants_gpus() || first_mig_request(pod, schema).has_value();
 }
 

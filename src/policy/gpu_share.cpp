@@ -41,7 +41,7 @@ int assign_shared_gpu(const NodeInput& input, Placement placement, ResourceAmoun
   return device;
 }
 
-int64_t shared_gpu_units_wanted(const PodRequest& pod) { return milli_to_units_ceil(pod.shared_gpu_memory_milli()); }
+int64_t shared_gpu_units_wanted(const PodFacts& pod) { return milli_to_units_ceil(pod.shared_gpu_memory_milli()); }
 
 std::string describe_shared_gpus(const SharedGpus& gpus, const std::string& unit) {
   std::string out = "free";

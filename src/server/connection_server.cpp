@@ -196,6 +196,9 @@ class ConnectionStream final : public httplib::Stream {
   bool close_requested_ = false;
 };
 
+// The connection this thread serves. A thread-local, not a parameter: cpp-httplib calls the routing
+// handlers with the request and the response only, and they must reach the connection (to close it
+// after an answer, to learn why a read stopped).
 thread_local ConnectionStream* current_stream = nullptr;
 
 // The TLS handshake, with the header deadline: a client trickling its handshake is cut off too.
@@ -223,14 +226,13 @@ bool accept_tls(int fd, SSL* ssl, std::chrono::seconds deadline) {
 
 }  // namespace
 
-ConnectionServer::ConnectionServer(ConnectionLimits limits, SSL_CTX* tls) : limits_(limits), tls_(tls) {
+ConnectionServer::ConnectionServer(ConnectionLimits limits, SslContextHandle tls)
+    : limits_(limits), tls_(std::move(tls)) {
   set_keep_alive_timeout(limits_.keep_alive.count());  // for the Keep-Alive header cpp-httplib writes
   set_keep_alive_max_count(limits_.max_requests_per_connection);
 }
 
-ConnectionServer::~ConnectionServer() {
-  if (tls_ != nullptr) SSL_CTX_free(tls_);
-}
+ConnectionServer::~ConnectionServer() = default;
 
 void ConnectionServer::headers_complete() {
   if (current_stream != nullptr) current_stream->headers_complete();
@@ -262,12 +264,10 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
   setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &read_timeout, sizeof read_timeout);
   setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &write_timeout, sizeof write_timeout);
 
-  SSL* ssl = nullptr;
+  SslHandle owned_ssl(tls_ ? SSL_new(tls_.get()) : nullptr);
+  SSL* ssl = owned_ssl.get();
   bool ok = true;
-  if (tls_ != nullptr) {
-    ssl = SSL_new(tls_);
-    ok = ssl != nullptr && SSL_set_fd(ssl, sock) == 1 && accept_tls(sock, ssl, limits_.header_deadline);
-  }
+  if (tls_) ok = ssl != nullptr && SSL_set_fd(ssl, sock) == 1 && accept_tls(sock, ssl, limits_.header_deadline);
   bool graceful = false;
   if (ok) {
     ConnectionStream stream(sock, ssl, limits_);
@@ -286,10 +286,7 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
     }
     current_stream = nullptr;
   }
-  if (ssl != nullptr) {
-    if (graceful) SSL_shutdown(ssl);
-    SSL_free(ssl);
-  }
+  if (ssl != nullptr && graceful) SSL_shutdown(ssl);  // owned_ssl frees it
   ::shutdown(sock, SHUT_RDWR);
   ::close(sock);
   return graceful;

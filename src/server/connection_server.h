@@ -14,6 +14,8 @@
 //
 // Thread-safe as cpp-httplib's Server: each connection runs on one worker thread.
 #include <httplib.h>
+
+#include "common/openssl_handles.h"
 #include <openssl/ssl.h>
 
 #include <chrono>
@@ -40,7 +42,7 @@ enum class RequestProblem { kNone, kHeadersTooLarge, kTimedOut };
 class ConnectionServer : public httplib::Server {
  public:
   // `tls`: serve HTTPS with this context (taken over: freed with the server); null for plain HTTP.
-  ConnectionServer(ConnectionLimits limits, SSL_CTX* tls);
+  ConnectionServer(ConnectionLimits limits, SslContextHandle tls);
   ~ConnectionServer() override;
 
   // The status and body to answer a request cut off by `problem` (also used when cpp-httplib gave
@@ -61,7 +63,7 @@ class ConnectionServer : public httplib::Server {
   void answer_problem(httplib::Stream& stream, RequestProblem problem) const;
 
   const ConnectionLimits limits_;
-  SSL_CTX* tls_;
+  SslContextHandle tls_;
   ProblemAnswer problem_answer_;
 };
 

@@ -87,12 +87,10 @@ ConnectionLimits connection_limits(const CliOptions& o) {
 std::unique_ptr<ConnectionServer> make_server(const CliOptions& o, std::unique_ptr<TlsCertificates>& tls) {
   if (o.tls_cert_file.empty()) return std::make_unique<ConnectionServer>(connection_limits(o), nullptr);
   tls = std::make_unique<TlsCertificates>(o.tls_cert_file, o.tls_key_file, o.tls_client_ca_file);
-  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
-  if (ctx == nullptr || !tls->configure(*ctx)) {
-    SSL_CTX_free(ctx);
+  SslContextHandle ctx(SSL_CTX_new(TLS_server_method()));
+  if (!ctx || !tls->configure(*ctx))
     throw std::runtime_error("cannot serve HTTPS: --tls-client-ca-file " + o.tls_client_ca_file + " could not be loaded");
-  }
-  return std::make_unique<ConnectionServer>(connection_limits(o), ctx);
+  return std::make_unique<ConnectionServer>(connection_limits(o), std::move(ctx));
 }
 }  // namespace
 

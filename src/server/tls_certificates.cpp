@@ -1,5 +1,6 @@
 #include "common/file_text.h"
 #include "tls_certificates.h"
+#include "common/openssl_handles.h"
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -14,15 +15,12 @@ std::string read_all(const std::string& path) { return read_file_text(path).valu
 }  // namespace
 
 struct TlsCertificates::Pair {
-  X509* leaf = nullptr;
-  STACK_OF(X509)* chain = nullptr;
-  EVP_PKEY* key = nullptr;
+  X509Handle leaf;
+  std::unique_ptr<STACK_OF(X509), void (*)(STACK_OF(X509)*)> chain{sk_X509_new_null(), [](STACK_OF(X509)* s) {
+                                                                      sk_X509_pop_free(s, X509_free);
+                                                                    }};
+  EvpKeyHandle key;
   std::string fingerprint;
-  ~Pair() {
-    X509_free(leaf);
-    sk_X509_pop_free(chain, X509_free);
-    EVP_PKEY_free(key);
-  }
 };
 
 TlsCertificates::TlsCertificates(std::string cert_file, std::string key_file, std::string client_ca_file)
@@ -39,19 +37,15 @@ std::shared_ptr<const TlsCertificates::Pair> TlsCertificates::load() const {
   const std::string cert_text = read_all(cert_file_), key_text = read_all(key_file_);
   if (cert_text.empty() || key_text.empty()) return nullptr;
   auto pair = std::make_shared<Pair>();
-  BIO* cert_bio = BIO_new_mem_buf(cert_text.data(), static_cast<int>(cert_text.size()));
-  pair->leaf = PEM_read_bio_X509(cert_bio, nullptr, nullptr, nullptr);
-  pair->chain = sk_X509_new_null();
-  while (X509* extra = PEM_read_bio_X509(cert_bio, nullptr, nullptr, nullptr)) sk_X509_push(pair->chain, extra);
-  BIO_free(cert_bio);
-  BIO* key_bio = BIO_new_mem_buf(key_text.data(), static_cast<int>(key_text.size()));
-  pair->key = PEM_read_bio_PrivateKey(key_bio, nullptr, nullptr, nullptr);
-  BIO_free(key_bio);
+  const BioHandle cert_bio = memory_bio(cert_text);
+  pair->leaf.reset(PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr));
+  while (X509* extra = PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr)) sk_X509_push(pair->chain.get(), extra);
+  pair->key.reset(PEM_read_bio_PrivateKey(memory_bio(key_text).get(), nullptr, nullptr, nullptr));
   ERR_clear_error();
-  if (!pair->leaf || !pair->key || X509_check_private_key(pair->leaf, pair->key) != 1) return nullptr;
+  if (!pair->leaf || !pair->key || X509_check_private_key(pair->leaf.get(), pair->key.get()) != 1) return nullptr;
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
-  X509_digest(pair->leaf, EVP_sha256(), digest, &length);
+  X509_digest(pair->leaf.get(), EVP_sha256(), digest, &length);
   static const char* hex = "0123456789abcdef";
   for (unsigned int i = 0; i < length; ++i) {
     pair->fingerprint.push_back(hex[digest[i] >> 4]);
@@ -80,8 +74,8 @@ int TlsCertificates::on_handshake(SSL* ssl, void* self_ptr) {
     std::lock_guard<std::mutex> lock(self->mutex_);
     pair = self->current_;
   }
-  if (SSL_use_certificate(ssl, pair->leaf) != 1 || SSL_use_PrivateKey(ssl, pair->key) != 1) return 0;
-  if (sk_X509_num(pair->chain) > 0) SSL_set1_chain(ssl, pair->chain);
+  if (SSL_use_certificate(ssl, pair->leaf.get()) != 1 || SSL_use_PrivateKey(ssl, pair->key.get()) != 1) return 0;
+  if (sk_X509_num(pair->chain.get()) > 0) SSL_set1_chain(ssl, pair->chain.get());
   return 1;
 }
 

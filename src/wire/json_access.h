@@ -198,6 +198,8 @@ inline void validate_document(od::document& doc) {
 
 // Values validate_value has read on this thread: a measure of how much of the parser's index a body
 // used (about two structural positions of 4 bytes per value), for WireDecoder::release_buffers_above.
+// A thread-local, not a parameter: it would have to pass through every decoder of every object kind
+// (the validation recurses through all of them) for one number read once per body.
 inline thread_local size_t validated_values = 0;
 
 inline void validate_value(od::value v, std::string_view field, int depth) {

@@ -13,7 +13,7 @@ class ExcludedResourcesPredicate final : public Predicate {
   explicit ExcludedResourcesPredicate(const ViewSchema& schema) : schema_(schema) {}
   std::string_view name() const override { return "excludedResources"; }
 
-  Fit check(const PodRequest& pod, const NodeInput& input, std::string& reason) const override {
+  Fit check(const PodFacts& pod, const NodeInput& input, std::string& reason) const override {
     for (size_t i = ViewSchema::kFirstExcludedResource; i < schema_.first_mig_resource(); ++i) {
       const auto offered = input.node->offered(i);
       if (!offered || *offered <= 0 || pod.requested(i) > 0) continue;

@@ -13,7 +13,7 @@ class GpuCountPredicate final : public Predicate {
   explicit GpuCountPredicate(const ViewSchema& schema) : schema_(schema) {}
   std::string_view name() const override { return "gpuCount"; }
 
-  Fit check(const PodRequest& pod, const NodeInput& input, std::string& reason) const override {
+  Fit check(const PodFacts& pod, const NodeInput& input, std::string& reason) const override {
     if (pod.wants_gpus()) {
       const Fit fit = check_count(milli_to_units_ceil(pod.gpus_milli()), gpu_inventory(input),
                                   schema_.resources.name(ViewSchema::kGpuResource), "GPUs", reason);

@@ -19,9 +19,9 @@ class GpuFitScorer final : public Scorer {
  public:
   explicit GpuFitScorer(const ViewSchema& schema) : schema_(schema) {}
   std::string_view name() const override { return "gpuFit"; }
-  bool applies(const PodRequest& pod) const override { return wants_gpus_or_slices(pod, schema_); }
+  bool applies(const PodFacts& pod) const override { return wants_gpus_or_slices(pod, schema_); }
 
-  void score(const PodRequest& pod, std::span<const NodeInput> nodes, std::span<double> out) const override {
+  void score(const PodFacts& pod, std::span<const NodeInput> nodes, std::span<double> out) const override {
     const std::optional<size_t> profile = pod.wants_gpus() ? std::nullopt : first_mig_request(pod, schema_);
     const int64_t wanted =
         profile ? mig_slices_wanted(pod, schema_, *profile) : milli_to_units_ceil(pod.gpus_milli());

@@ -22,9 +22,9 @@ class GpuIdleScorer final : public Scorer {
   explicit GpuIdleScorer(const ViewSchema& schema) : schema_(schema) {}
   std::string_view name() const override { return "gpuIdle"; }
   // MIG slices share their GPU's engines' clocks and power: a busy node is busy for them too.
-  bool applies(const PodRequest& pod) const override { return wants_gpus_or_slices(pod, schema_); }
+  bool applies(const PodFacts& pod) const override { return wants_gpus_or_slices(pod, schema_); }
 
-  void score(const PodRequest&, std::span<const NodeInput> nodes, std::span<double> out) const override {
+  void score(const PodFacts&, std::span<const NodeInput> nodes, std::span<double> out) const override {
     for (size_t i = 0; i < nodes.size(); ++i) {
       double utilisation = 0;
       std::optional<double> annotated = nodes[i].live_gpu_utilization;

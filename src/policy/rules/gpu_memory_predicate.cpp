@@ -15,7 +15,7 @@ class GpuMemoryPredicate final : public Predicate {
   explicit GpuMemoryPredicate(const ViewSchema& schema) : schema_(schema) {}
   std::string_view name() const override { return "gpuMemory"; }
 
-  Fit check(const PodRequest& pod, const NodeInput& input, std::string& reason) const override {
+  Fit check(const PodFacts& pod, const NodeInput& input, std::string& reason) const override {
     if (!pod.gpu_memory_mib || *pod.gpu_memory_mib == 0) return Fit::kPass;
     const int64_t wanted = *pod.gpu_memory_mib;
     const NodeView& node = *input.node;

@@ -34,7 +34,7 @@ class GpuModelPredicate final : public Predicate {
       : model_labels_(label_names(model_labels)), family_labels_(label_names(family_labels)) {}
   std::string_view name() const override { return "gpuModel"; }
 
-  Fit check(const PodRequest& pod, const NodeInput& input, std::string& reason) const override {
+  Fit check(const PodFacts& pod, const NodeInput& input, std::string& reason) const override {
     if (pod.gpu_model && !trim(*pod.gpu_model).empty()) {
       const auto& model = input.node->gpu_model;
       if (!model)

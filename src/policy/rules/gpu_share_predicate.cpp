@@ -16,7 +16,7 @@ class GpuSharePredicate final : public Predicate {
         unit_(config.shared_gpu_memory_unit) {}
   std::string_view name() const override { return "gpuShare"; }
 
-  Fit check(const PodRequest& pod, const NodeInput& input, std::string& reason) const override {
+  Fit check(const PodFacts& pod, const NodeInput& input, std::string& reason) const override {
     if (!pod.wants_shared_gpu()) return Fit::kPass;
     const int64_t wanted = shared_gpu_units_wanted(pod);
     const std::optional<SharedGpus> gpus = shared_gpus(input);

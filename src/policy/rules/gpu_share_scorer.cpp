@@ -14,9 +14,9 @@ namespace {
 class GpuShareScorer final : public Scorer {
  public:
   std::string_view name() const override { return "gpuShare"; }
-  bool applies(const PodRequest& pod) const override { return pod.wants_shared_gpu(); }
+  bool applies(const PodFacts& pod) const override { return pod.wants_shared_gpu(); }
 
-  void score(const PodRequest& pod, std::span<const NodeInput> nodes, std::span<double> out) const override {
+  void score(const PodFacts& pod, std::span<const NodeInput> nodes, std::span<double> out) const override {
     const int64_t wanted = shared_gpu_units_wanted(pod);
     for (size_t i = 0; i < nodes.size(); ++i) {
       out[i] = 0;

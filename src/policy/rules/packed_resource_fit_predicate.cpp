@@ -13,7 +13,7 @@ class PackedResourceFitPredicate final : public Predicate {
   explicit PackedResourceFitPredicate(std::string resource) : resource_(std::move(resource)) {}
   std::string_view name() const override { return "packedResourceFit"; }
 
-  Fit check(const PodRequest& pod, const NodeInput& input, std::string& reason) const override {
+  Fit check(const PodFacts& pod, const NodeInput& input, std::string& reason) const override {
     constexpr size_t r = ViewSchema::kPackedResource;
     const int64_t wanted = pod.requested(r);
     if (wanted <= 0) return Fit::kPass;

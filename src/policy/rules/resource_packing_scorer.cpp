@@ -16,10 +16,10 @@ namespace {
 class ResourcePackingScorer final : public Scorer {
  public:
   std::string_view name() const override { return "resourcePacking"; }
-  bool applies(const PodRequest& pod) const override { return pod.wants_packed_resource(); }
+  bool applies(const PodFacts& pod) const override { return pod.wants_packed_resource(); }
   bool per_node() const override { return false; }  // normalised by the request's largest use and capacity
 
-  void score(const PodRequest&, std::span<const NodeInput> nodes, std::span<double> out) const override {
+  void score(const PodFacts&, std::span<const NodeInput> nodes, std::span<double> out) const override {
     constexpr size_t r = ViewSchema::kPackedResource;
     double max_used = 0, max_capacity = 0;
     auto used_of = [](const NodeInput& n) {

@@ -12,10 +12,10 @@ void NamesMode::lookup(const ClusterView& view, const ExtenderArgs& args) {
 }
 
 void NamesMode::reset_if_other_pod(const std::shared_ptr<const Policy>& policy, const PodRequest& pod) {
-  if (memo_.policy != policy || !memo_.facts.matches(pod)) {
+  if (memo_.policy != policy || !(memo_.facts == pod.facts())) {
     // Another pod (or policy): nothing judged or scored before holds.
     memo_.policy = policy;
-    memo_.facts = PodFacts::of(pod);
+    memo_.facts = pod.facts();
     std::fill(memo_.judged_version.begin(), memo_.judged_version.end(), 0);
     std::fill(memo_.scored_version.begin(), memo_.scored_version.end(), 0);
   }

@@ -110,16 +110,16 @@ TEST_CASE("verdict memo: a pod asking for something else is judged afresh, and t
 TEST_CASE("verdict memo: pod facts differ in every field a predicate reads") {
   PodRequest base;
   base.requests.set(ViewSchema::kGpuResource, 1000);
-  const PodFacts facts = PodFacts::of(base);
-  CHECK(facts.matches(base));
+  const PodFacts facts = base.facts();
+  CHECK(facts == base.facts());
   PodRequest other = base;
   other.name = "another-replica";  // identity is not a fact
   other.uid = "u2";
-  CHECK(facts.matches(other));
+  CHECK(facts == other.facts());
   auto differs = [&](auto change) {
     PodRequest p = base;
     change(p);
-    return !facts.matches(p);
+    return !(facts == p.facts());
   };
   CHECK(differs([](PodRequest& p) { p.requests.set(ViewSchema::kGpuResource, 2000); }));
   CHECK(differs([](PodRequest& p) { p.requests.set(ViewSchema::kPackedResource, 0); }));  // listed, even as 0
