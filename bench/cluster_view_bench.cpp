@@ -87,6 +87,128 @@ std::vector<std::string> scheduler_ordered_bodies(const std::string& names_body,
   return bodies;
 }
 
+// The body's nodes, each as an ADDED watch event line, and their names.
+struct NodeEvents {
+  std::vector<std::string> names, lines;
+};
+
+NodeEvents node_events(const std::string& full_body_path, const ViewSchema& schema) {
+  NodeEvents out;
+  WireDecoder decoder;
+  std::string full = bench::read_file(full_body_path);
+  const ExtenderArgs& args = decoder.decode_extender_args(full, schema);
+  for (const NodeView& n : args.nodes) {
+    out.lines.push_back("{\"type\":\"ADDED\",\"object\":" + std::string(n.raw_json) + "}");
+    out.names.emplace_back(n.name);
+  }
+  return out;
+}
+
+// A view of the nodes of `events`; `all_fit`: each made an 8-GPU A100 of 80 GB (every node feasible).
+std::shared_ptr<ClusterView> view_of(const NodeEvents& events, const ViewSchema& schema, bool all_fit) {
+  auto view = std::make_shared<ClusterView>();
+  WireDecoder decoder;
+  NodeView node;
+  for (const std::string& line : events.lines) {
+    if (!all_fit) {
+      decoder.decode_node_event(line, schema, node);
+    } else {
+      nlohmann::json event = nlohmann::json::parse(line);
+      nlohmann::json& object = event["object"];
+      object["metadata"]["labels"]["gpu.nvidia.com/model"] = "A100";
+      object["metadata"]["labels"]["gpu.nvidia.com/memory"] = "81920";
+      object["metadata"]["labels"]["gpu.nvidia.com/count"] = "8";
+      object["status"]["capacity"]["nvidia.com/gpu"] = "8";
+      object["status"]["allocatable"]["nvidia.com/gpu"] = "8";
+      decoder.decode_node_event(event.dump(), schema, node);
+    }
+    view->upsert_node(node);
+  }
+  return view;
+}
+
+// Pods through the watch code: generated in batches (not timed), applied through decode + upsert (timed).
+struct PodLoad {
+  PodEventTemplate tmpl;
+  WireDecoder decoder;
+  PodRequest pod;
+  double seconds = 0;
+  size_t applied = 0, bytes = 0;
+  void apply(ClusterView& view, const ViewSchema& schema, const std::vector<std::string>& nodes, const std::string& type,
+             size_t from, size_t to) {
+    std::vector<std::string> batch;
+    batch.reserve(to - from);
+    for (size_t i = from; i < to; ++i) batch.push_back(tmpl.make(type, i, nodes[i % nodes.size()]));
+    const auto t0 = std::chrono::steady_clock::now();
+    for (const std::string& line : batch) {
+      const WatchEventHeader h = decoder.decode_pod_event(line, schema, pod);
+      if (h.type == "DELETED") view.delete_pod(pod.uid);
+      else view.upsert_pod(pod);
+      bytes += line.size();
+    }
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    applied += to - from;
+  }
+  void apply_all(ClusterView& view, const ViewSchema& schema, const std::vector<std::string>& nodes,
+                 const std::string& type, size_t count) {
+    for (size_t i = 0; i < count; i += 10000) apply(view, schema, nodes, type, i, std::min(count, i + 10000));
+  }
+};
+
+// One names-mode /filter, checked: the benchmark stops when it fails.
+VerbSummary checked_filter(const ExtenderService& service, const std::string& body, const char* what) {
+  VerbSummary probe;
+  const Reply reply = service.handle(Verb::kFilter, body, probe);
+  if (reply.status != 200 || !probe.error.empty() || reply.body.find("\"Error\":\"\"") == std::string::npos) {
+    std::cerr << what << ": names-mode filter failed (status " << reply.status << "): " << reply.body.substr(0, 300)
+              << "\n";
+    std::exit(1);
+  }
+  return probe;
+}
+
+struct Figures {
+  size_t nodes, pods;
+  double view_mib, process_mib;
+  const PodLoad& load;
+  const VerbSummary &probe, &all_fit_probe;
+  const bench::VerbTimings &verbs, &scheduled, &all_fit;
+  const bench::Timing &parse_only, &parse_and_lookup;
+};
+
+void report(const Figures& f, const char* out_path) {
+  const double rate = static_cast<double>(f.load.applied) / f.load.seconds;
+  std::printf("cluster view: %zu nodes, %zu pods: RSS %.1f MiB for the view (process %.1f MiB)\n", f.nodes,
+              f.pods, f.view_mib, f.process_mib);
+  std::printf("watch events applied: %zu in %.2f s on one core = %.0f events/s (%.1f MB/s of event JSON)\n",
+              f.load.applied, f.load.seconds, rate, static_cast<double>(f.load.bytes) / f.load.seconds / 1e6);
+  std::printf("names mode, %zu nodes in process: filter p50 %.3f ms (p90 %.3f), prioritize p50 %.3f ms (p90 %.3f); "
+              "%zu of %zu nodes pass\n",
+              f.nodes, f.verbs.filter.median_ms, f.verbs.filter.p90_ms, f.verbs.prioritize.median_ms, f.verbs.prioritize.p90_ms,
+              f.probe.nodes_out, f.probe.nodes_in);
+  std::printf("  of which: parsing the body p50 %.3f ms, parsing and looking up the names %.3f ms\n",
+              f.parse_only.median_ms, f.parse_and_lookup.median_ms);
+  std::printf("  prioritize sent what passed the filter, as kube-scheduler sends it: filter p50 %.3f ms, "
+              "prioritize p50 %.3f ms\n",
+              f.scheduled.filter.median_ms, f.scheduled.prioritize.median_ms);
+  std::printf("  every node feasible (%zu of %zu pass): filter p50 %.3f ms (p90 %.3f), prioritize p50 %.3f ms (p90 %.3f)\n",
+              f.all_fit_probe.nodes_out, f.all_fit_probe.nodes_in, f.all_fit.filter.median_ms, f.all_fit.filter.p90_ms,
+              f.all_fit.prioritize.median_ms, f.all_fit.prioritize.p90_ms);
+  const nlohmann::json report = {{"nodes", f.nodes},
+                                 {"pods", f.pods},
+                                 {"view_rss_mib", f.view_mib},
+                                 {"process_rss_mib", f.process_mib},
+                                 {"events_applied", f.load.applied},
+                                 {"events_per_second", rate},
+                                 {"names_filter_ms", {{"median", f.verbs.filter.median_ms}, {"p90", f.verbs.filter.p90_ms}}},
+                                 {"names_prioritize_ms", {{"median", f.verbs.prioritize.median_ms}, {"p90", f.verbs.prioritize.p90_ms}}},
+                                 {"scheduled_prioritize_ms", {{"median", f.scheduled.prioritize.median_ms}}},
+                                 {"all_feasible_filter_ms", {{"median", f.all_fit.filter.median_ms}, {"p90", f.all_fit.filter.p90_ms}}},
+                                 {"all_feasible_prioritize_ms",
+                                  {{"median", f.all_fit.prioritize.median_ms}, {"p90", f.all_fit.prioritize.p90_ms}}}};
+  std::ofstream(out_path) << report.dump(2) << "\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -97,101 +219,43 @@ int main(int argc, char** argv) {
   const size_t pod_count = argc > 4 ? std::stoul(argv[4]) : 150000;
   auto policy = Policy::build(default_policy_config());
   const ViewSchema& schema = policy->schema();
-  // Nodes: every node of the body, as an ADDED watch event line.
-  std::vector<std::string> node_names;
-  std::vector<std::string> node_lines;
-  {
-    WireDecoder decoder;
-    std::string full = bench::read_file(argv[2]);
-    const ExtenderArgs& args = decoder.decode_extender_args(full, schema);
-    for (const NodeView& n : args.nodes) {
-      node_lines.push_back("{\"type\":\"ADDED\",\"object\":" + std::string(n.raw_json) + "}");
-      node_names.emplace_back(n.name);
-    }
-  }
+  const NodeEvents nodes = node_events(argv[2], schema);
   const std::string names_body = bench::read_file(argv[3]);
   // Most pods of a cluster hold no GPU: the template keeps the generator's pod (its size and shape)
   // without its GPU request, so the names-mode filter below still finds free GPUs.
   nlohmann::json pod_json = nlohmann::json::parse(names_body)["Pod"];
   for (auto& c : pod_json["spec"]["containers"]) c["resources"] = nlohmann::json::object();
   const long rss_start = rss_kb();
-  auto view = std::make_shared<ClusterView>();
-  {
-    WireDecoder event_decoder;
-    NodeView node;
-    for (const std::string& line : node_lines) {
-      event_decoder.decode_node_event(line, schema, node);
-      view->upsert_node(node);
-    }
-  }
-
-  // Pods: generated in batches (not timed), applied through decode + upsert (timed).
-  const PodEventTemplate tmpl = pod_template(pod_json);
-  WireDecoder event_decoder;
-  PodRequest pod;
-  double apply_seconds = 0;
-  size_t applied = 0, event_bytes = 0;
-  auto apply = [&](const std::string& type, size_t from, size_t to) {
-    std::vector<std::string> batch;
-    batch.reserve(to - from);
-    for (size_t i = from; i < to; ++i) batch.push_back(tmpl.make(type, i, node_names[i % node_names.size()]));
-    const auto t0 = std::chrono::steady_clock::now();
-    for (const std::string& line : batch) {
-      const WatchEventHeader h = event_decoder.decode_pod_event(line, schema, pod);
-      if (h.type == "DELETED") view->delete_pod(pod.uid);
-      else view->upsert_pod(pod);
-      event_bytes += line.size();
-    }
-    apply_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    applied += to - from;
-  };
-  for (size_t i = 0; i < pod_count; i += 10000) apply("ADDED", i, std::min(pod_count, i + 10000));
+  std::shared_ptr<ClusterView> view = view_of(nodes, schema, false);
+  PodLoad load{pod_template(pod_json), {}, {}, 0, 0, 0};
+  load.apply_all(*view, schema, nodes.names, "ADDED", pod_count);
   view->mark_nodes_synced();
   view->mark_pods_synced();
   const long rss_loaded = rss_kb();
-  for (size_t i = 0; i < pod_count / 3; i += 10000) apply("MODIFIED", i, std::min(pod_count / 3, i + 10000));
+  load.apply_all(*view, schema, nodes.names, "MODIFIED", pod_count / 3);
 
   // Names mode with the view filled, as kube-scheduler calls it: /filter then /prioritize for each pod,
   // alternately, each with the names in a new order. The scheduler's filter runs on 16 goroutines,
   // each appending the nodes it passes to one list as it goes, so the names arrive interleaved in a
   // different order pod after pod (findNodesThatPassFilters); the bench does the same.
   const ExtenderService service(ServiceParts{policy, nullptr, view, nullptr});
-  VerbSummary probe;
-  const Reply first = service.handle(Verb::kFilter, names_body, probe);
-  if (first.status != 200 || !probe.error.empty()) {
-    std::cerr << "names-mode filter failed: " << first.body.substr(0, 300) << "\n";
-    return 1;
-  }
+  const VerbSummary probe = checked_filter(service, names_body, "the filled view");
   const std::vector<std::string> bodies = scheduler_ordered_bodies(names_body, 16);
   const bench::VerbTimings verbs = bench::time_scheduling_cycles(service, bodies);
-  const bench::Timing& filter = verbs.filter;
-  const bench::Timing& prioritize = verbs.prioritize;
   const std::string pod_text = nlohmann::json::parse(names_body)["Pod"].dump();
   const bench::VerbTimings scheduled = bench::time_cycles_as_scheduled(service, bodies, pod_text);
 
-  // Every node feasible (the most /prioritize is ever sent): the same node objects, each made an
-  // 8-GPU A100 of 80 GB, with nothing in use, in a view of their own.
-  auto all_fit_view = std::make_shared<ClusterView>();
-  {
-    WireDecoder decoder;
-    NodeView node;
-    for (const std::string& line : node_lines) {
-      nlohmann::json event = nlohmann::json::parse(line);
-      nlohmann::json& object = event["object"];
-      object["metadata"]["labels"]["gpu.nvidia.com/model"] = "A100";
-      object["metadata"]["labels"]["gpu.nvidia.com/memory"] = "81920";
-      object["metadata"]["labels"]["gpu.nvidia.com/count"] = "8";
-      object["status"]["capacity"]["nvidia.com/gpu"] = "8";
-      object["status"]["allocatable"]["nvidia.com/gpu"] = "8";
-      decoder.decode_node_event(event.dump(), schema, node);
-      all_fit_view->upsert_node(node);
-    }
-    all_fit_view->mark_nodes_synced();
-    all_fit_view->mark_pods_synced();
-  }
+  // Every node feasible (the most /prioritize is ever sent), with nothing in use, in a view of its own.
+  std::shared_ptr<ClusterView> all_fit_view = view_of(nodes, schema, true);
+  all_fit_view->mark_nodes_synced();
+  all_fit_view->mark_pods_synced();
   const ExtenderService all_fit_service(ServiceParts{policy, nullptr, all_fit_view, nullptr});
-  VerbSummary all_fit_probe;
-  all_fit_service.handle(Verb::kFilter, names_body, all_fit_probe);
+  const VerbSummary all_fit_probe = checked_filter(all_fit_service, names_body, "every node feasible");
+  if (all_fit_probe.nodes_out * 10 < all_fit_probe.nodes_in * 8) {
+    std::cerr << "every node feasible: only " << all_fit_probe.nodes_out << " of " << all_fit_probe.nodes_in
+              << " nodes passed\n";
+    return 1;
+  }
   const bench::VerbTimings all_fit = bench::time_cycles_as_scheduled(all_fit_service, bodies, pod_text);
   // Where a request's time goes: parsing the body alone, and parsing plus looking the names up.
   std::vector<std::string> padded(bodies.begin(), bodies.end());
@@ -207,36 +271,9 @@ int main(int argc, char** argv) {
     view->lookup(args.node_names, phase_slots, phase_memo);
   });
 
-  for (size_t i = 0; i < pod_count; i += 10000) apply("DELETED", i, std::min(pod_count, i + 10000));
-  const double rate = static_cast<double>(applied) / apply_seconds;
-  std::printf("cluster view: %zu nodes, %zu pods: RSS %.1f MiB for the view (process %.1f MiB)\n", node_names.size(),
-              pod_count, (rss_loaded - rss_start) / 1024.0, rss_loaded / 1024.0);
-  std::printf("watch events applied: %zu in %.2f s on one core = %.0f events/s (%.1f MB/s of event JSON)\n", applied,
-              apply_seconds, rate, static_cast<double>(event_bytes) / apply_seconds / 1e6);
-  std::printf("names mode, %zu nodes in process: filter p50 %.3f ms (p90 %.3f), prioritize p50 %.3f ms (p90 %.3f); "
-              "%zu of %zu nodes pass\n",
-              node_names.size(), filter.median_ms, filter.p90_ms, prioritize.median_ms, prioritize.p90_ms,
-              probe.nodes_out, probe.nodes_in);
-  std::printf("  of which: parsing the body p50 %.3f ms, parsing and looking up the names %.3f ms\n",
-              parse_only.median_ms, parse_and_lookup.median_ms);
-  std::printf("  prioritize sent what passed the filter, as kube-scheduler sends it: filter p50 %.3f ms, "
-              "prioritize p50 %.3f ms\n",
-              scheduled.filter.median_ms, scheduled.prioritize.median_ms);
-  std::printf("  every node feasible (%zu of %zu pass): filter p50 %.3f ms (p90 %.3f), prioritize p50 %.3f ms (p90 %.3f)\n",
-              all_fit_probe.nodes_out, all_fit_probe.nodes_in, all_fit.filter.median_ms, all_fit.filter.p90_ms,
-              all_fit.prioritize.median_ms, all_fit.prioritize.p90_ms);
-  const nlohmann::json report = {{"nodes", node_names.size()},
-                                 {"pods", pod_count},
-                                 {"view_rss_mib", (rss_loaded - rss_start) / 1024.0},
-                                 {"process_rss_mib", rss_loaded / 1024.0},
-                                 {"events_applied", applied},
-                                 {"events_per_second", rate},
-                                 {"names_filter_ms", {{"median", filter.median_ms}, {"p90", filter.p90_ms}}},
-                                 {"names_prioritize_ms", {{"median", prioritize.median_ms}, {"p90", prioritize.p90_ms}}},
-                                 {"scheduled_prioritize_ms", {{"median", scheduled.prioritize.median_ms}}},
-                                 {"all_feasible_filter_ms", {{"median", all_fit.filter.median_ms}, {"p90", all_fit.filter.p90_ms}}},
-                                 {"all_feasible_prioritize_ms",
-                                  {{"median", all_fit.prioritize.median_ms}, {"p90", all_fit.prioritize.p90_ms}}}};
-  std::ofstream(argv[1]) << report.dump(2) << "\n";
+  load.apply_all(*view, schema, nodes.names, "DELETED", pod_count);
+  const Figures figures{nodes.names.size(), pod_count, (rss_loaded - rss_start) / 1024.0, rss_loaded / 1024.0,
+                        load, probe, all_fit_probe, verbs, scheduled, all_fit, parse_only, parse_and_lookup};
+  report(figures, argv[1]);
   return 0;
 }

@@ -27,6 +27,9 @@ bool scale_up(i128& value, int base, int exp) {
 
 }  // namespace
 
+// One function, in the order of the grammar it reads (sign, digits, fraction, exponent or suffix, then
+// the scaling to milli-units), as Kubernetes' own ParseQuantity reads it: split, its steps would share
+// half a dozen locals and the early "invalid" exits.
 QuantityParse parse_quantity(std::string_view text) {
   QuantityParse out;
   auto fail = [&](std::string_view why) {

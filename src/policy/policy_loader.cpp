@@ -96,12 +96,8 @@ class Reader {
   std::string source_;
 };
 
-void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
-  if (!root || root.IsNull()) return;
-  in.only_keys(root, "",
-               {"resources", "nodeLabels", "nodeAnnotations", "podAnnotations", "filters", "scorers", "scoreScaling",
-                "prometheus", "sharing", "deletionCost"});
-  ViewSchema& schema = config.schema;
+// Section resources: the tracked resources' names, kept in the schema's table.
+void apply_resources(const YAML::Node& root, const Reader& in, ViewSchema& schema) {
   std::vector<std::string> names;  // the named roles: gpu, packed, shared memory, shared count
   for (size_t i = 0; i < ViewSchema::kFirstExcludedResource; ++i) names.push_back(schema.resources.name(i));
   std::vector<std::string> excluded, mig;
@@ -129,7 +125,10 @@ void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
     for (size_t j = i + 1; j < all.size(); ++j)
       if (all[i] == all[j]) in.fail("resources", "\"" + all[i] + "\" is named twice");
   schema.set_resources(names, excluded, mig);
+}
 
+// Sections nodeLabels, nodeAnnotations and podAnnotations: where the decoders read each fact.
+void apply_names(const YAML::Node& root, const Reader& in, ViewSchema& schema) {
   if (const YAML::Node n = root["nodeLabels"]) {
     in.only_keys(n, "nodeLabels", {"gpuModel", "gpuMemory", "gpuCount", "gpuFamily", "gpuReplicas"});
     in.labels_at(n, "gpuModel", "nodeLabels", schema.node_gpu_model_labels);
@@ -149,7 +148,10 @@ void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
     in.string_at(p, "gpuMemory", "podAnnotations", schema.pod_gpu_memory_annotation);
     in.string_at(p, "gpuFamily", "podAnnotations", schema.pod_gpu_family_annotation);
   }
-  if (root["filters"]) config.filters = in.string_list(root["filters"], "filters");
+}
+
+// Sections prometheus, sharing, deletionCost and scoreScaling.
+void apply_settings(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
   if (const YAML::Node n = root["prometheus"]) {
     in.only_keys(n, "prometheus", {"gpuUtilizationQuery"});
     in.string_at(n, "gpuUtilizationQuery", "prometheus", config.gpu_utilization_query);
@@ -173,6 +175,11 @@ void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
     else if (scaling == "proportional") config.score_scaling = ScoreScaling::kProportional;
     else in.fail("scoreScaling", "expected ordered or proportional, not \"" + scaling + "\"");
   }
+}
+
+// Sections filters and scorers: the rules in force, by their names in rules/rule_table.h.
+void apply_rules(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
+  if (root["filters"]) config.filters = in.string_list(root["filters"], "filters");
   if (const YAML::Node s = root["scorers"]) {
     config.scorers.clear();
     if (!s.IsNull() && !s.IsSequence()) in.fail("scorers", "expected a list of {name, weight}");
@@ -186,6 +193,17 @@ void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
       config.scorers.push_back(spec);
     }
   }
+}
+
+void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
+  if (!root || root.IsNull()) return;
+  in.only_keys(root, "",
+               {"resources", "nodeLabels", "nodeAnnotations", "podAnnotations", "filters", "scorers", "scoreScaling",
+                "prometheus", "sharing", "deletionCost"});
+  apply_resources(root, in, config.schema);
+  apply_names(root, in, config.schema);
+  apply_settings(root, in, config);
+  apply_rules(root, in, config);
 }
 
 // The settings before any file is read: the names the code knows; the default file sets the rest.

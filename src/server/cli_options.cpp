@@ -20,6 +20,7 @@ bool parse_number(const std::string& text, T& out, T min, T max) {
 
 }  // namespace
 
+// One string literal: the help text as a user reads it (longer than a function should be; it is data).
 std::string cli_usage() {
   return R"(Usage: gpu-extender [flags]
        gpu-extender explain [flags]    why each node passes or fails for one pod, how it scores
@@ -106,10 +107,12 @@ Flags:
 )";
 }
 
-CliParse parse_cli(const std::vector<std::string>& args) {
-  CliOptions o;
-  using Setter = std::function<bool(const std::string&)>;
-  const std::map<std::string, Setter> with_value = {
+namespace {
+using Setter = std::function<bool(const std::string&)>;
+
+// Every flag that takes a value, with what it sets in `o` and whether the value is valid: one table.
+std::map<std::string, Setter> flags_with_value(CliOptions& o) {
+  return {
       {"--address", [&](const std::string& v) { o.address = v; return !v.empty(); }},
       {"--port", [&](const std::string& v) { return parse_number(v, o.port, 0, 65535); }},
       {"--policy", [&](const std::string& v) { o.policy_file = v; return !v.empty(); }},
@@ -171,6 +174,30 @@ CliParse parse_cli(const std::vector<std::string>& args) {
       {"--leader-elect-namespace", [&](const std::string& v) { o.leader_elect_namespace = v; return !v.empty(); }},
       {"--leader-elect-lease-name", [&](const std::string& v) { o.leader_elect_lease_name = v; return !v.empty(); }},
   };
+}
+
+// Flags that go together or exclude each other: why `o` cannot work, or "".
+std::string combination_problem(const CliOptions& o) {
+  if (o.tls_cert_file.empty() != o.tls_key_file.empty()) return "--tls-cert-file and --tls-key-file go together";
+  if (o.max_body_bytes > o.memory_budget_bytes / MemoryBudget::kBytesPerBodyByte)
+    return "--memory-budget-bytes " + std::to_string(o.memory_budget_bytes) + " cannot hold one body of --max-body-bytes " +
+           std::to_string(o.max_body_bytes) + ": it needs at least " + std::to_string(MemoryBudget::kBytesPerBodyByte) +
+           " times as much";
+  if (!o.tls_client_ca_file.empty() && o.tls_cert_file.empty())
+    return "--tls-client-ca-file needs --tls-cert-file and --tls-key-file";
+  // As client-go requires: a leader gives up before another may take the lease, and tries to renew
+  // more than once before it gives up.
+  if (o.leader_elect_lease_duration_seconds <= o.leader_elect_renew_deadline_seconds ||
+      o.leader_elect_renew_deadline_seconds <= o.leader_elect_retry_period_seconds)
+    return "--leader-elect-lease-duration-seconds must exceed --leader-elect-renew-deadline-seconds, which must "
+           "exceed --leader-elect-retry-period-seconds";
+  return "";
+}
+}  // namespace
+
+CliParse parse_cli(const std::vector<std::string>& args) {
+  CliOptions o;
+  const std::map<std::string, Setter> with_value = flags_with_value(o);
   const std::map<std::string, bool*> switches = {
       {"--check-config", &o.check_config},
       {"--deletion-costs", &o.deletion_costs},
@@ -196,20 +223,7 @@ CliParse parse_cli(const std::vector<std::string>& args) {
     }
     if (!setter->second(*value)) return {std::nullopt, "invalid value \"" + *value + "\" for " + flag};
   }
-  if (o.tls_cert_file.empty() != o.tls_key_file.empty())
-    return {std::nullopt, "--tls-cert-file and --tls-key-file go together"};
-  if (o.max_body_bytes > o.memory_budget_bytes / MemoryBudget::kBytesPerBodyByte)
-    return {std::nullopt, "--memory-budget-bytes " + std::to_string(o.memory_budget_bytes) +
-                              " cannot hold one body of --max-body-bytes " + std::to_string(o.max_body_bytes) +
-                              ": it needs at least " + std::to_string(MemoryBudget::kBytesPerBodyByte) + " times as much"};
-  if (!o.tls_client_ca_file.empty() && o.tls_cert_file.empty())
-    return {std::nullopt, "--tls-client-ca-file needs --tls-cert-file and --tls-key-file"};
-  // As client-go requires: a leader gives up before another may take the lease, and tries to renew
-  // more than once before it gives up.
-  if (o.leader_elect_lease_duration_seconds <= o.leader_elect_renew_deadline_seconds ||
-      o.leader_elect_renew_deadline_seconds <= o.leader_elect_retry_period_seconds)
-    return {std::nullopt, "--leader-elect-lease-duration-seconds must exceed --leader-elect-renew-deadline-seconds, "
-                          "which must exceed --leader-elect-retry-period-seconds"};
+  if (std::string problem = combination_problem(o); !problem.empty()) return {std::nullopt, std::move(problem)};
   return {o, {}};
 }
 

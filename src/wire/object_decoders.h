@@ -1,6 +1,8 @@
 #pragma once
 // Decoders of the Kubernetes objects inside the extender bodies: Pod and Node. Each reads the fields
 // named by the ViewSchema, skips the rest, and throws DecodeError with a path relative to the object.
+#include <array>
+#include <optional>
 #include <vector>
 
 #include "common/pod_requests.h"
@@ -24,6 +26,30 @@ void decode_extender_pod(od::value pod, bool& seen, const ViewSchema& schema, Po
 // The same for a Pod object already taken (also one at a document's root: On Demand's value calls
 // such as is_null() are for values inside a document only).
 void decode_extender_pod(od::object pod, const ViewSchema& schema, PodRequest& out, PodScratch& scratch);
+
+// A Quantity as Go's Quantity.UnmarshalJSON takes it: a string, a bare number, or null (zero).
+int64_t decode_quantity(od::value v, std::string_view field);
+
+// Reads the values of `keys` from a string map (labels, annotations); others are skipped.
+template <size_t N>
+inline void decode_string_map(od::value map, const std::array<const std::string*, N>& keys,
+                       std::array<std::optional<std::string_view>, N>& out) {
+  od::object obj = take_object(map, "");
+  for (auto f : obj) {
+    std::string_view key = field_key(f, "");
+    bool wanted = false;
+    for (size_t i = 0; i < N && !wanted; ++i) {
+      if (key != *keys[i]) continue;
+      wanted = true;
+      try {
+        out[i] = take_string(f.value(), "");
+      } catch (DecodeError& e) {
+        throw e.within(key);
+      }
+    }
+    if (!wanted) validate_value(take(f.value(), key, "a value"), key);
+  }
+}
 
 // A resource list ({"nvidia.com/gpu":"2",...}): tracked resources into `out`. With `validate_all`,
 // untracked quantities are parsed too, so that a malformed one is reported.

@@ -84,6 +84,10 @@ class FakeApiServer {
     std::string type;
     json object;
   };
+  // The routes, by kind (fake_api_reads.cpp, fake_api_writes.cpp).
+  void install_read_routes();
+  void install_write_routes();
+  void install_lease_routes();
   bool authorised(const httplib::Request& req, httplib::Response& res);
   bool failing(httplib::Response& res);
   void record(const std::string& resource, const std::string& type, json object);

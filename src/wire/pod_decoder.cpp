@@ -1,0 +1,213 @@
+// Decoding a Pod: identity, GPU annotations, and its containers' effective requests.
+#include <algorithm>
+#include <charconv>
+
+#include "object_decoders.h"
+
+#include "common/case_insensitive.h"
+#include "gpu_extender/quantity.h"
+
+namespace gpu_extender::wire {
+namespace {
+
+void decode_container(od::value container, const ViewSchema& schema, ContainerResources& out, bool init) {
+  od::object obj = take_object(container, "");
+  for (auto f : obj) {
+    std::string_view key = field_key(f, "");
+    if (equals_ignore_case(key, "resources")) {
+      od::value resources = take(f.value(), "resources", "an object");
+      if (take_null(resources, "resources")) continue;
+      for (auto r : take_object(resources, "resources")) {
+        std::string_view rkey = field_key(r, "resources");
+        const bool requests = equals_ignore_case(rkey, "requests");
+        if (!requests && !equals_ignore_case(rkey, "limits")) continue;
+        od::value list = take(r.value(), "resources", "an object");
+        if (take_null(list, "")) continue;
+        try {
+          decode_resource_list(list, schema.resources, requests ? out.requests : out.limits, true);
+        } catch (DecodeError& e) {
+          throw e.within(std::string("resources.") + std::string(requests ? "requests" : "limits"));
+        }
+      }
+    } else if (init && equals_ignore_case(key, "restartPolicy")) {
+      out.restartable_init = take_string(f.value(), "restartPolicy") == "Always";
+    }
+  }
+}
+
+void decode_containers(od::value list, const ViewSchema& schema, std::vector<ContainerResources>& out,
+                       bool init, std::string_view name) {
+  out.clear();
+  if (take_null(list, name)) return;
+  od::array arr = take(list.get_array(), name, "an array");
+  for (auto item : arr) {
+    out.emplace_back();
+    try {
+      decode_container(take(item, "", "an object"), schema, out.back(), init);
+    } catch (DecodeError& e) {
+      throw e.within(std::string(name) + "[" + std::to_string(out.size() - 1) + "]");
+    }
+  }
+}
+
+// A whole number of at least 0, written plainly ("3"), as gpushare's annotations hold them.
+std::optional<int64_t> whole_number(std::string_view text) {
+  int64_t n = -1;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size() || n < 0) return std::nullopt;
+  return n;
+}
+
+// `shared_gpu_memory`: the pod's ALIYUN_COM_GPU_MEM_POD, in the shared memory's unit, when valid.
+void decode_pod_metadata(od::value metadata, const ViewSchema& schema, PodRequest& out,
+                         std::optional<int64_t>& shared_gpu_memory) {
+  for (auto f : take_object(metadata, "")) {
+    std::string_view key = field_key(f, "");
+    if (equals_ignore_case(key, "name")) {
+      out.name = take_string(f.value(), "name");
+    } else if (equals_ignore_case(key, "namespace")) {
+      out.ns = take_string(f.value(), "namespace");
+    } else if (equals_ignore_case(key, "uid")) {
+      out.uid = take_string(f.value(), "uid");
+    } else if (equals_ignore_case(key, "resourceVersion")) {
+      out.resource_version = take_string(f.value(), "resourceVersion");
+    } else if (equals_ignore_case(key, "annotations")) {
+      od::value annotations = take(f.value(), "annotations", "an object");
+      if (take_null(annotations, "annotations")) continue;
+      std::array<std::optional<std::string_view>, 8> values;
+      try {
+        decode_string_map<8>(annotations,
+                             {&schema.pod_gpu_model_annotation, &schema.pod_gpu_memory_annotation,
+                              &schema.pod_gpu_family_annotation, &schema.pod_placement_annotation,
+                              &schema.pod_shared_gpu_index_annotation, &schema.pod_shared_gpu_memory_annotation,
+                              &schema.pod_deletion_cost_annotation, &schema.pod_deletion_cost_written_annotation},
+                             values);
+      } catch (DecodeError& e) {
+        throw e.within("annotations");
+      }
+      out.gpu_model = values[0];
+      out.gpu_family = values[2];
+      out.deletion_cost = values[6];
+      out.deletion_cost_written = values[7];
+      if (values[1]) {
+        // Any user can write any annotation: a bad one makes this pod unschedulable with a reason
+        // (Policy::filter), never the request, the pod list or the watch fail.
+        std::string error;
+        out.gpu_memory_mib = parse_mebibytes(*values[1], &error);
+        if (!out.gpu_memory_mib)
+          out.invalid_reason = "pod annotation " + schema.pod_gpu_memory_annotation + ": " + error;
+      }
+      if (values[3]) {
+        if (*values[3] == "spread") out.placement = Placement::kSpread;
+        else if (*values[3] != "binpack")
+          out.invalid_reason = "pod annotation " + schema.pod_placement_annotation + ": expected binpack or spread, not \"" +
+                               std::string(*values[3]) + "\"";
+      }
+      // gpushare's device index and pod memory, as its extender (or this one) wrote them at bind. A
+      // value that is not a device this extender tracks is ignored: the pod's memory then counts on
+      // the node, not on a device.
+      if (const auto device = values[4] ? whole_number(*values[4]) : std::nullopt;
+          device && static_cast<size_t>(*device) < kMaxSharedGpuDevices)
+        out.shared_gpu_device = static_cast<int>(*device);
+      if (values[5]) shared_gpu_memory = whole_number(*values[5]);
+    }
+  }
+}
+
+}  // namespace
+
+void decode_pod(od::value pod, const ViewSchema& schema, PodRequest& out, PodScratch& scratch) {
+  decode_pod(take_object(pod, ""), schema, out, scratch);
+}
+
+void decode_pod(od::object pod, const ViewSchema& schema, PodRequest& out, PodScratch& scratch) {
+  out = PodRequest{};
+  ResourceAmounts overhead;
+  std::optional<int64_t> shared_gpu_memory;
+  scratch.containers.clear();
+  scratch.init_containers.clear();
+  for (auto f : pod) {
+    std::string_view key = field_key(f, "");
+    if (equals_ignore_case(key, "metadata")) {
+      try {
+        decode_pod_metadata(take(f.value(), "", "an object"), schema, out, shared_gpu_memory);
+      } catch (DecodeError& e) {
+        throw e.within("metadata");
+      }
+    } else if (equals_ignore_case(key, "spec")) {
+      for (auto s : take_object(f.value(), "spec")) {
+        std::string_view skey = field_key(s, "spec");
+        try {
+          if (equals_ignore_case(skey, "containers")) {
+            decode_containers(take(s.value(), "containers", "an array"), schema, scratch.containers, false,
+                              "containers");
+          } else if (equals_ignore_case(skey, "initContainers")) {
+            decode_containers(take(s.value(), "initContainers", "an array"), schema, scratch.init_containers,
+                              true, "initContainers");
+          } else if (equals_ignore_case(skey, "overhead")) {
+            od::value v = take(s.value(), "overhead", "an object");
+            if (!take_null(v, "overhead")) {
+              try {
+                decode_resource_list(v, schema.resources, overhead, true);
+              } catch (DecodeError& e) {
+                throw e.within("overhead");
+              }
+            }
+          } else if (equals_ignore_case(skey, "nodeName")) {
+            out.node_name = take_string(s.value(), "nodeName");
+          } else if (equals_ignore_case(skey, "schedulerName")) {
+            out.scheduler_name = take_string(s.value(), "schedulerName");
+          }
+        } catch (DecodeError& e) {
+          throw e.within("spec");
+        }
+      }
+    } else if (equals_ignore_case(key, "status")) {
+      od::value status = take(f.value(), "status", "an object");
+      if (take_null(status, "status")) continue;
+      for (auto s : take_object(status, "status")) {
+        if (equals_ignore_case(field_key(s, "status"), "phase")) out.phase = take_string(s.value(), "status.phase");
+      }
+    }
+  }
+  out.requests = effective_pod_requests(scratch.containers, scratch.init_containers, overhead);
+  for (size_t i = 0; i < schema.resources.size(); ++i) {
+    if (out.requests.has(i) && out.requests.get(i) < 0)
+      throw DecodeError("spec", "negative request of " + schema.resources.name(i));
+  }
+  // A pod bound with a device holds its memory there: the annotation's amount (what the binder
+  // wrote), else its request.
+  if (out.shared_gpu_device) {
+    const int64_t milli =
+        shared_gpu_memory ? (*shared_gpu_memory > INT64_MAX / 1000 ? INT64_MAX : *shared_gpu_memory * 1000)
+                          : out.shared_gpu_memory_milli();
+    if (milli > 0) out.requests.set(shared_gpu_device_slot(static_cast<size_t>(*out.shared_gpu_device)), milli);
+  }
+}
+
+void decode_extender_pod(od::value pod, bool& seen, const ViewSchema& schema, PodRequest& out, PodScratch& scratch) {
+  if (seen) throw DecodeError("Pod", "duplicate key");
+  seen = true;
+  if (take_null(pod, "Pod")) throw DecodeError("Pod", "must not be null");
+  od::object object;
+  try {
+    object = take_object(pod, "");
+  } catch (DecodeError& e) {
+    throw e.within("Pod");
+  }
+  decode_extender_pod(object, schema, out, scratch);
+}
+
+void decode_extender_pod(od::object pod, const ViewSchema& schema, PodRequest& out, PodScratch& scratch) {
+  try {
+    // Read twice, both times over the index On Demand has built: once whole to validate it (the
+    // decoder skips most of a pod), then to decode it.
+    validate_members(pod, "");
+    take(pod.reset(), "", "an object");
+    decode_pod(pod, schema, out, scratch);
+  } catch (DecodeError& e) {
+    throw e.within("Pod");
+  }
+}
+
+}  // namespace gpu_extender::wire

@@ -1,0 +1,91 @@
+#pragma once
+// Reading the rendered manifests, shared by the deploy tests: what kubectl kustomize renders, objects
+// by kind and name, container args, and the real binary's dry run on them.
+#include <yaml-cpp/yaml.h>
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "../unit/test_support.h"
+#include "extender_process.h"
+
+namespace deploy_support {
+
+// What `kubectl apply -k DIR` would install (DIR relative to the source tree: the base, or an overlay).
+inline std::vector<YAML::Node> rendered_manifests(const std::string& dir = "manifests") {
+  const std::string cmd = "kubectl kustomize " + test_support::source_path(dir) + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  const int rc = pclose(pipe);
+  INFO(out);
+  REQUIRE(rc == 0);  // kubectl (with kustomize) is part of the machine image
+  return YAML::LoadAll(out);
+}
+
+inline const YAML::Node* find(const std::vector<YAML::Node>& docs, const std::string& kind, const std::string& name_prefix) {
+  for (const auto& d : docs)
+    if (d["kind"].as<std::string>() == kind && d["metadata"]["name"].as<std::string>().rfind(name_prefix, 0) == 0)
+      return &d;
+  return nullptr;
+}
+
+// Every label a selector's matchLabels asks for is on the Deployment's pods.
+inline void check_selects(const YAML::Node& match_labels, const YAML::Node& deployment) {
+  for (const auto& kv : match_labels)
+    CHECK(deployment["spec"]["template"]["metadata"]["labels"][kv.first.as<std::string>()].as<std::string>() ==
+          kv.second.as<std::string>());
+}
+
+// A ClusterRoleBinding grants its role to the service account a Deployment's pods run as.
+inline void check_binds_service_account(const YAML::Node& binding, const YAML::Node& deployment) {
+  CHECK(binding["subjects"][0]["kind"].as<std::string>() == "ServiceAccount");
+  CHECK(binding["subjects"][0]["name"].as<std::string>() ==
+        deployment["spec"]["template"]["spec"]["serviceAccountName"].as<std::string>());
+  CHECK(binding["subjects"][0]["namespace"].as<std::string>() == deployment["metadata"]["namespace"].as<std::string>());
+}
+
+// The real binary takes a container's args (`--check-config` dry run), `extra` added. Its --policy is
+// dropped: the embedded policy is the ConfigMap's, which the tests check apart.
+inline void check_binary_accepts(const std::vector<std::string>& args, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> dry{"--check-config"};
+  for (const std::string& a : args)
+    if (a.rfind("--policy=", 0) != 0) dry.push_back(a);
+  dry.insert(dry.end(), extra.begin(), extra.end());
+  const auto dry_run = test_support::run_binary(dry);
+  INFO(dry_run.output);
+  CHECK(dry_run.exit_code == 0);
+}
+
+inline std::vector<std::string> container_args(const YAML::Node& container) {
+  std::vector<std::string> args;
+  for (const auto& a : container["args"]) args.push_back(a.as<std::string>());
+  return args;
+}
+
+inline YAML::Node extender_container(const YAML::Node& deployment) {
+  return deployment["spec"]["template"]["spec"]["containers"][0];
+}
+// The value of --NAME=VALUE among a container's args ("" when absent).
+inline std::string arg_value(const YAML::Node& container, const std::string& name) {
+  for (const std::string& a : container_args(container))
+    if (a.rfind("--" + name + "=", 0) == 0) return a.substr(name.size() + 3);
+  return "";
+}
+// The mount path of the volume that holds `file`, and that volume's secret name ("" when none).
+inline std::string secret_holding(const YAML::Node& pod_spec, const YAML::Node& container, const std::string& file) {
+  for (const auto& mount : container["volumeMounts"]) {
+    const std::string dir = mount["mountPath"].as<std::string>();
+    if (file.rfind(dir + "/", 0) != 0) continue;
+    for (const auto& volume : pod_spec["volumes"])
+      if (volume["name"].as<std::string>() == mount["name"].as<std::string>() && volume["secret"])
+        return volume["secret"]["secretName"].as<std::string>();
+  }
+  return "";
+}
+
+}  // namespace deploy_support
