@@ -16,6 +16,7 @@ using test_support::FakeApiServer;
 using test_support::make_node;
 using test_support::Placement;
 using test_support::SchedulerDriver;
+using test_support::feasible_nodes_to_find;
 
 namespace {
 
@@ -72,7 +73,11 @@ struct BurstCluster {
     options.sequential = sequential;
     options.seed = seed;
     SchedulerDriver driver(api, extender->port(), options);
-    return driver.schedule(pods);
+    std::vector<Placement> placed = driver.schedule(pods);
+    // As kube-scheduler places them: its default plugins (least allocated, spreading) pull towards
+    // other nodes than the extender's packing, and the extender's weight has to win.
+    CHECK(driver.timings().own_score_spread > 0);
+    return placed;
   }
 };
 
@@ -156,4 +161,17 @@ TEST_CASE("burst: 2-GPU pods fill nodes in the same best-fit order as one by one
   CHECK(sequential_order ==
         std::vector<std::string>{"a100-2", "a100-4", "a100-4", "a100-8", "a100-8", "a100-8", "a100-8"});
   CHECK(burst_order == sequential_order);
+}
+
+TEST_CASE("driver: the nodes sent to the extender are numFeasibleNodesToFind of them") {
+  // schedule_one.go: all of a cluster under 100 nodes; else N x (50 - N/125) / 100, at least 100, the
+  // percentage at least 5; or N x percentageOfNodesToScore / 100 when it is set.
+  CHECK(feasible_nodes_to_find(3, 0) == 3);
+  CHECK(feasible_nodes_to_find(99, 0) == 99);
+  CHECK(feasible_nodes_to_find(100, 0) == 100);  // 50% of 100 is 50, below the floor of 100
+  CHECK(feasible_nodes_to_find(500, 0) == 500 * (50 - 4) / 100);
+  CHECK(feasible_nodes_to_find(5000, 0) == 5000 * (50 - 40) / 100);
+  CHECK(feasible_nodes_to_find(10000, 0) == 10000 * 5 / 100);  // 50 - 80 is below the floor of 5%
+  CHECK(feasible_nodes_to_find(500, 100) == 500);
+  CHECK(feasible_nodes_to_find(500, 10) == 100);
 }

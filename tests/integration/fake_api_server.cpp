@@ -125,8 +125,8 @@ void FakeApiServer::accept_tokens(std::set<std::string> tokens) {
   tokens_ = std::move(tokens);
 }
 
-void FakeApiServer::record(const std::string& resource, const std::string& type, json object) {
-  events_.push_back({rv_, resource, type, std::move(object)});
+void FakeApiServer::record(const std::string& resource, const std::string& type, json object, json prev) {
+  events_.push_back({rv_, resource, type, std::move(object), std::move(prev)});
   changed_.notify_all();
 }
 
@@ -134,9 +134,10 @@ void FakeApiServer::put_node(json node) {
   std::lock_guard<std::mutex> lock(mutex_);
   const std::string name = node["metadata"]["name"];
   node["metadata"]["resourceVersion"] = std::to_string(++rv_);
-  const bool existed = nodes_.count(name) > 0;
+  auto it = nodes_.find(name);
+  json prev = it == nodes_.end() ? json() : it->second;
   nodes_[name] = node;
-  record("nodes", existed ? "MODIFIED" : "ADDED", node);
+  record("nodes", prev.is_null() ? "ADDED" : "MODIFIED", node, std::move(prev));
 }
 
 void FakeApiServer::delete_node(const std::string& name) {
@@ -146,16 +147,17 @@ void FakeApiServer::delete_node(const std::string& name) {
   json node = it->second;
   nodes_.erase(it);
   node["metadata"]["resourceVersion"] = std::to_string(++rv_);
-  record("nodes", "DELETED", node);
+  record("nodes", "DELETED", node, node);
 }
 
 void FakeApiServer::put_pod(json pod) {
   std::lock_guard<std::mutex> lock(mutex_);
   const std::string key = pod["metadata"]["namespace"].get<std::string>() + "/" + pod["metadata"]["name"].get<std::string>();
   pod["metadata"]["resourceVersion"] = std::to_string(++rv_);
-  const bool existed = pods_.count(key) > 0;
+  auto it = pods_.find(key);
+  json prev = it == pods_.end() ? json() : it->second;
   pods_[key] = pod;
-  record("pods", existed ? "MODIFIED" : "ADDED", pod);
+  record("pods", prev.is_null() ? "ADDED" : "MODIFIED", pod, std::move(prev));
 }
 
 void FakeApiServer::delete_pod(const std::string& ns, const std::string& name) {
@@ -165,7 +167,7 @@ void FakeApiServer::delete_pod(const std::string& ns, const std::string& name) {
   json pod = it->second;
   pods_.erase(it);
   pod["metadata"]["resourceVersion"] = std::to_string(++rv_);
-  record("pods", "DELETED", pod);
+  record("pods", "DELETED", pod, pod);
 }
 
 json FakeApiServer::pod(const std::string& ns, const std::string& name) const {
@@ -249,6 +251,18 @@ void FakeApiServer::send_bookmarks() {
   std::lock_guard<std::mutex> lock(mutex_);
   ++bookmark_generation_;
   changed_.notify_all();
+}
+int FakeApiServer::bookmarks_sent() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return bookmarks_sent_;
+}
+uint64_t FakeApiServer::resource_version() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return rv_;
+}
+void FakeApiServer::split_watch_lines(bool split) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  split_watch_lines_ = split;
 }
 void FakeApiServer::delay_lists(std::chrono::milliseconds delay) {
   std::lock_guard<std::mutex> lock(mutex_);

@@ -1,11 +1,17 @@
 #pragma once
-// A fake Kubernetes API server for tests, speaking the real formats over TLS with a bearer token:
-// List objects with metadata.resourceVersion (paginated with limit/continue), newline-delimited
-// WatchEvent streams (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR), 410 Gone for a compacted
-// resourceVersion, GET of a pod, POST .../binding answering 201, 404 and 409 as the real one does, and
-// PATCH of a pod with a JSON merge patch (metadata.uid immutable, so a precondition), and Leases
-// (create; update only from the current resourceVersion, else 409 Conflict).
-// Faults on demand: failing binds, dropped watch streams, ERROR events, slow answers.
+// A fake Kubernetes API server for tests, as strict as kube-apiserver where the extender could tell:
+// - lists with metadata.resourceVersion, paginated with limit/continue, every page read at the first
+//   page's version (410 Expired for a continue token older than the compaction);
+// - newline-delimited WatchEvent streams filtered as the watch cache filters them: with a field
+//   selector, ADDED when an object starts to match and DELETED when it stops; BOOKMARKs (empty objects
+//   with a resourceVersion) only with allowWatchBookmarks=true; a compacted resourceVersion is a 200
+//   with one ERROR event carrying a 410 Expired Status;
+// - field selectors with =, == and !=, on the fields each kind supports (400 for any other);
+// - GET of a pod; POST .../binding answering 201, 400 (a Binding for another pod than the URL's), 404
+//   and 409 as the real one does; PATCH of a pod with a JSON merge patch (metadata.uid immutable);
+// - Leases: create; PUT only with the current resourceVersion (409 Conflict otherwise, 422 without
+//   one), a PUT of a missing Lease creates it; spec.renewTime and acquireTime must be MicroTime.
+// Faults on demand: failing binds, dropped watch streams, ERROR events, slow answers, split lines.
 #include <httplib.h>
 
 #include <atomic>
@@ -26,6 +32,12 @@ using nlohmann::json;
 struct TestCertificate {
   std::string dir, cert_file, key_file;
   static const TestCertificate& get();
+};
+
+// One term of a field selector: field=value (or ==), or field!=value.
+struct FieldTerm {
+  std::string field, value;
+  bool negated = false;
 };
 
 class FakeApiServer {
@@ -65,24 +77,46 @@ class FakeApiServer {
   void send_error_event(int code);              // an ERROR event on every open watch, then close it
   void compact();                               // history before now is gone: old versions get 410
   void send_bookmarks();
+  int bookmarks_sent() const;       // BOOKMARK events written to watch streams so far
+  uint64_t resource_version() const;  // of the last change
   void delay_lists(std::chrono::milliseconds delay);
+  // Every watch write is sent in two parts a moment apart, the first ending mid-line.
+  void split_watch_lines(bool split);
   void fail_reads(int status);  // every list and watch answers this status (0: normal again)
 
   struct Binding {
     std::string ns, name, uid, node;
   };
+  // A Binding as kube-scheduler's default binder posts it, from the test's side: "" when bound, else
+  // the Status message the API server would answer.
+  std::string bind_pod(const std::string& ns, const std::string& name, const std::string& uid, const std::string& node);
   std::vector<Binding> bindings() const;
   int list_requests(const std::string& resource) const;
   int watch_requests(const std::string& resource) const;
   std::vector<std::string> seen_tokens() const;
   std::string last_watch_query(const std::string& resource) const;
 
- private:
+  // A change, as the watch cache keeps one: the object after it and before it (null when created).
   struct Event {
     uint64_t rv;
     std::string resource;  // "pods" | "nodes"
-    std::string type;
+    std::string type;      // ADDED, MODIFIED, DELETED
     json object;
+    json prev;
+  };
+
+ private:
+  struct ListSnapshot {
+    uint64_t rv = 0;
+    std::vector<json> items;
+  };
+  struct WatchState {
+    std::string resource;
+    std::vector<FieldTerm> terms;
+    uint64_t position = 0;
+    bool bookmarks = false, expired = false;
+    std::chrono::steady_clock::time_point deadline;
+    uint64_t drop_at = 0, error_at = 0, bookmark_at = 0;
   };
   // The routes, by kind (fake_api_reads.cpp, fake_api_writes.cpp).
   void install_read_routes();
@@ -90,12 +124,16 @@ class FakeApiServer {
   void install_lease_routes();
   bool authorised(const httplib::Request& req, httplib::Response& res);
   bool failing(httplib::Response& res);
-  void record(const std::string& resource, const std::string& type, json object);
+  void record(const std::string& resource, const std::string& type, json object, json prev);
   void list(const std::string& resource, const httplib::Request& req, httplib::Response& res);
   void watch(const std::string& resource, const httplib::Request& req, httplib::Response& res);
   void bind(const httplib::Request& req, httplib::Response& res, const std::string& ns, const std::string& name);
   void patch_pod(const httplib::Request& req, httplib::Response& res, const std::string& ns, const std::string& name);
-  static bool matches(const std::string& resource, const json& object, const httplib::Request& req);
+  bool stream_watch(WatchState& w, httplib::DataSink& sink);
+  bool bad_request(httplib::Response& res, const std::string& message);
+  std::pair<int, json> apply_binding(const std::string& ns, const std::string& name, const std::string& uid,
+                                     const std::string& node);
+  void store_lease(const std::string& key, json lease, httplib::Response& res, int code);
   static json status(int code, const std::string& reason, const std::string& message);
 
   httplib::SSLServer server_;
@@ -124,6 +162,10 @@ class FakeApiServer {
   int error_code_ = 410;
   std::chrono::milliseconds list_delay_{0};
   int fail_reads_ = 0;
+  bool split_watch_lines_ = false;
+  int bookmarks_sent_ = 0;
+  std::map<std::string, ListSnapshot> snapshots_;  // by continue-token id
+  uint64_t next_snapshot_ = 0;
   std::atomic<bool> stopping_{false};
 };
 

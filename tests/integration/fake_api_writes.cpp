@@ -1,5 +1,6 @@
 // The fake API server's writes: bindings, pod merge patches, and Leases.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <thread>
 
@@ -19,8 +20,37 @@ void FakeApiServer::install_write_routes() {
   });
 }
 
+namespace {
+
+// A metav1.MicroTime as kube-apiserver decodes one (RFC3339 with exactly six fractional digits).
+bool is_micro_time(const json& value) {
+  if (!value.is_string()) return false;
+  const std::string t = value.get<std::string>();
+  static const std::string shape = "dddd-dd-ddTdd:dd:dd.dddddd";
+  if (t.size() < shape.size() + 1) return false;
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] == 'd' ? !std::isdigit(static_cast<unsigned char>(t[i])) : t[i] != shape[i]) return false;
+  const std::string zone = t.substr(shape.size());
+  return zone == "Z" || (zone.size() == 6 && (zone[0] == '+' || zone[0] == '-') && zone[3] == ':');
+}
+
+// Why the Lease cannot be decoded, or "": its spec's times must be MicroTimes.
+std::string lease_decode_error(const json& lease) {
+  if (!lease.is_object() || !lease.contains("metadata")) return "the object provided is unrecognized";
+  const json spec = lease.value("spec", json::object());
+  for (const char* field : {"acquireTime", "renewTime"})
+    if (spec.contains(field) && !spec[field].is_null() && !is_micro_time(spec[field]))
+      return std::string("Lease in version \"v1\" cannot be handled as a Lease: parsing time ") + spec[field].dump() +
+             " as \"2006-01-02T15:04:05.000000Z07:00\": cannot parse";
+  return "";
+}
+
+}  // namespace
+
+// Leases (coordination.k8s.io/v1): create, read, and updates conditional on resourceVersion. The Lease
+// strategy allows create on update (a PUT of a missing Lease creates it) and no unconditional update
+// (a PUT without resourceVersion is 422 Invalid).
 void FakeApiServer::install_lease_routes() {
-  // Leases (coordination.k8s.io/v1): create, read, and updates conditional on resourceVersion.
   const std::string leases = R"(/apis/coordination.k8s.io/v1/namespaces/([^/]+)/leases)";
   server_.Get(leases + "/([^/]+)", [this](const httplib::Request& req, httplib::Response& res) {
     if (!authorised(req, res)) return;
@@ -36,31 +66,36 @@ void FakeApiServer::install_lease_routes() {
   });
   server_.Post(leases, [this](const httplib::Request& req, httplib::Response& res) {
     if (!authorised(req, res)) return;
+    const json lease = json::parse(req.body, nullptr, false);
+    if (const std::string error = lease_decode_error(lease); !error.empty()) return (void)bad_request(res, error);
     std::lock_guard<std::mutex> lock(mutex_);
-    json lease = json::parse(req.body);
-    const std::string key = req.matches[1].str() + "/" + lease["metadata"]["name"].get<std::string>();
+    const std::string key = req.matches[1].str() + "/" + lease["metadata"].value("name", "");
     if (leases_.count(key)) {
       res.status = 409;
       res.set_content(status(409, "AlreadyExists", "leases.coordination.k8s.io already exists").dump(), "application/json");
       return;
     }
-    lease["metadata"]["resourceVersion"] = std::to_string(++rv_);
-    leases_[key] = lease;
-    ++lease_writes_;
-    res.status = 201;
-    res.set_content(lease.dump(), "application/json");
+    store_lease(key, lease, res, 201);
   });
   server_.Put(leases + "/([^/]+)", [this](const httplib::Request& req, httplib::Response& res) {
     if (!authorised(req, res)) return;
+    const json lease = json::parse(req.body, nullptr, false);
+    if (const std::string error = lease_decode_error(lease); !error.empty()) return (void)bad_request(res, error);
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = leases_.find(req.matches[1].str() + "/" + req.matches[2].str());
-    if (it == leases_.end()) {
-      res.status = 404;
-      res.set_content(status(404, "NotFound", "lease not found").dump(), "application/json");
+    const std::string key = req.matches[1].str() + "/" + req.matches[2].str();
+    auto it = leases_.find(key);
+    if (it == leases_.end()) return store_lease(key, lease, res, 201);  // AllowCreateOnUpdate
+    const std::string version = lease["metadata"].value("resourceVersion", "");
+    if (version.empty()) {
+      res.status = 422;
+      res.set_content(status(422, "Invalid",
+                             "Lease.coordination.k8s.io \"" + req.matches[2].str() +
+                                 "\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update")
+                          .dump(),
+                      "application/json");
       return;
     }
-    json lease = json::parse(req.body);
-    if (lease["metadata"].value("resourceVersion", "") != it->second["metadata"]["resourceVersion"].get<std::string>()) {
+    if (version != it->second["metadata"]["resourceVersion"].get<std::string>()) {
       res.status = 409;
       res.set_content(status(409, "Conflict",
                              "Operation cannot be fulfilled on leases.coordination.k8s.io \"" + req.matches[2].str() +
@@ -69,57 +104,63 @@ void FakeApiServer::install_lease_routes() {
                       "application/json");
       return;
     }
-    lease["metadata"]["resourceVersion"] = std::to_string(++rv_);
-    it->second = lease;
-    ++lease_writes_;
-    res.set_content(lease.dump(), "application/json");
+    store_lease(key, lease, res, 200);
   });
+}
+
+void FakeApiServer::store_lease(const std::string& key, json lease, httplib::Response& res, int code) {
+  lease["metadata"]["resourceVersion"] = std::to_string(++rv_);
+  leases_[key] = lease;
+  ++lease_writes_;
+  res.status = code;
+  res.set_content(lease.dump(), "application/json");
 }
 
 void FakeApiServer::bind(const httplib::Request& req, httplib::Response& res, const std::string& ns,
                          const std::string& name) {
+  const json binding = json::parse(req.body);
   std::lock_guard<std::mutex> lock(mutex_);
+  // pkg/registry/core/pod/storage: BindingREST.Create.
+  if (binding["metadata"].value("name", "") != name)
+    return (void)bad_request(res, "name in URL does not match name in Binding object");
+  const auto [code, answer] = apply_binding(ns, name, binding["metadata"].value("uid", ""), binding["target"]["name"]);
+  res.status = code;
+  res.set_content(answer.dump(), "application/json");
+}
+
+std::string FakeApiServer::bind_pod(const std::string& ns, const std::string& name, const std::string& uid,
+                                    const std::string& node) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto [code, answer] = apply_binding(ns, name, uid, node);
+  return code == 201 ? "" : answer.value("message", "HTTP " + std::to_string(code));
+}
+
+// What a Binding does, with mutex_ held: the status code and the Status answered.
+std::pair<int, json> FakeApiServer::apply_binding(const std::string& ns, const std::string& name, const std::string& uid,
+                                                  const std::string& node) {
   if (fail_binds_ > 0) {
     --fail_binds_;
-    res.status = fail_status_;
-    res.set_content(status(fail_status_, "InternalError", "etcd is having a bad day").dump(), "application/json");
-    return;
+    return {fail_status_, status(fail_status_, "InternalError", "etcd is having a bad day")};
   }
-  if (forbid_) {
-    res.status = 403;
-    res.set_content(status(403, "Forbidden",
-                           "pods \"" + name + "\" is forbidden: User \"system:serviceaccount:x:y\" cannot create "
-                           "resource \"pods/binding\"").dump(), "application/json");
-    return;
-  }
-  const json binding = json::parse(req.body);
+  if (forbid_)
+    return {403, status(403, "Forbidden",
+                        "pods \"" + name + "\" is forbidden: User \"system:serviceaccount:x:y\" cannot create "
+                        "resource \"pods/binding\"")};
   auto it = pods_.find(ns + "/" + name);
-  if (it == pods_.end()) {
-    res.status = 404;
-    res.set_content(status(404, "NotFound", "pods \"" + name + "\" not found").dump(), "application/json");
-    return;
-  }
+  if (it == pods_.end()) return {404, status(404, "NotFound", "pods \"" + name + "\" not found")};
   json& pod = it->second;
-  const std::string node = binding["target"]["name"];
-  if (binding["metadata"].contains("uid") && binding["metadata"]["uid"] != pod["metadata"]["uid"]) {
-    res.status = 409;
-    res.set_content(status(409, "Conflict", "Precondition failed: UID in precondition does not match").dump(), "application/json");
-    return;
-  }
-  if (pod["spec"].contains("nodeName") && !pod["spec"]["nodeName"].get<std::string>().empty()) {
-    res.status = 409;
-    res.set_content(status(409, "Conflict", "Operation cannot be fulfilled on pods/binding \"" + name + "\": pod " +
-                                                name + " is already assigned to node \"" +
-                                                pod["spec"]["nodeName"].get<std::string>() + "\"").dump(),
-                    "application/json");
-    return;
-  }
+  if (!uid.empty() && uid != pod["metadata"]["uid"])
+    return {409, status(409, "Conflict", "Precondition failed: UID in precondition does not match")};
+  if (pod["spec"].contains("nodeName") && !pod["spec"]["nodeName"].get<std::string>().empty())
+    return {409, status(409, "Conflict",
+                        "Operation cannot be fulfilled on pods/binding \"" + name + "\": pod " + name +
+                            " is already assigned to node \"" + pod["spec"]["nodeName"].get<std::string>() + "\"")};
+  json prev = pod;
   pod["spec"]["nodeName"] = node;
   pod["metadata"]["resourceVersion"] = std::to_string(++rv_);
-  bindings_.push_back({ns, name, binding["metadata"].value("uid", ""), node});
-  if (!silent_) record("pods", "MODIFIED", pod);
-  res.status = 201;
-  res.set_content(json({{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", json::object()}, {"status", "Success"}, {"code", 201}}).dump(), "application/json");
+  bindings_.push_back({ns, name, uid, node});
+  if (!silent_) record("pods", "MODIFIED", pod, std::move(prev));
+  return {201, {{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", json::object()}, {"status", "Success"}, {"code", 201}}};
 }
 
 // A JSON merge patch (RFC 7386), as the real server applies one: 415 for another content type, 404
@@ -153,10 +194,11 @@ void FakeApiServer::patch_pod(const httplib::Request& req, httplib::Response& re
                     "application/json");
     return;
   }
+  json prev = pod;
   pod.merge_patch(patch);
   pod["metadata"]["resourceVersion"] = std::to_string(++rv_);
   ++patches_;
-  record("pods", "MODIFIED", pod);
+  record("pods", "MODIFIED", pod, std::move(prev));
   res.status = 200;
   res.set_content(pod.dump(), "application/json");
 }

@@ -1,5 +1,6 @@
 #include "scheduler_driver.h"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 
@@ -14,27 +15,26 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// Whole-number quantities only: what the tests' objects carry.
-int64_t quantity(const json& value) { return value.is_string() ? std::stoll(value.get<std::string>()) : 0; }
-
-int64_t pod_request(const json& pod, const std::string& resource) {
-  int64_t sum = 0;
-  for (const auto& c : pod["spec"]["containers"]) {
-    const json& resources = c.value("resources", json::object());
-    const json& requests = resources.value("requests", json::object());
-    const json& limits = resources.value("limits", json::object());
-    if (requests.contains(resource)) sum += quantity(requests[resource]);
-    else if (limits.contains(resource)) sum += quantity(limits[resource]);
-  }
-  return sum;
-}
+// Counted resources in whole units, as the tests' objects carry them.
+int64_t pod_request(const json& pod, const std::string& resource) { return pod_request_milli(pod, resource) / 1000; }
+int64_t quantity(const json& value) { return quantity_milli(value) / 1000; }
 
 }  // namespace
 
-json pending_pod(const std::string& name, int gpus, int aaa) {
+json pending_pod(const std::string& name, int gpus, int aaa, const std::string& app) {
   json pod = make_pod("burst", name, "uid-" + name, "", gpus, aaa, "Pending");
   if (gpus) pod["metadata"]["annotations"] = {{"gpu.nvidia.com/model", "A100"}};
+  if (!app.empty()) pod["metadata"]["labels"] = {{"app", app}};
   return pod;
+}
+
+// schedule_one.go numFeasibleNodesToFind (minFeasibleNodesToFind 100, minFeasibleNodesPercentageToFind 5).
+size_t feasible_nodes_to_find(size_t all, int percentage_of_nodes_to_score) {
+  if (all < 100) return all;
+  int64_t percentage = percentage_of_nodes_to_score;
+  if (percentage == 0) percentage = std::max<int64_t>(50 - static_cast<int64_t>(all) / 125, 5);
+  const size_t found = all * static_cast<size_t>(percentage) / 100;
+  return std::max<size_t>(found, 100);
 }
 
 SchedulerDriver::SchedulerDriver(FakeApiServer& api, int extender_port, DriverOptions options)
@@ -110,40 +110,75 @@ void SchedulerDriver::bind(httplib::Client& client, const json& pod, const std::
   if (!error.empty()) {
     placement.error = error;
     placement.node.clear();
-    for (const char* r : kCounted) nodes_[node].requested[r] -= pod_request(pod, r);  // ForgetPod
+    count(pod, nodes_[node], -1);  // ForgetPod
   }
+}
+
+void SchedulerDriver::count(const json& pod, NodeState& node, int sign) {
+  for (const char* r : kCounted) node.requested[r] += sign * pod_request(pod, r);
+  const NonZeroRequest nonzero = non_zero_request(pod);
+  node.plugins.cpu_requested += sign * nonzero.cpu;
+  node.plugins.memory_requested += sign * nonzero.memory;
+  if (const std::string app = app_of(pod); !app.empty()) node.plugins.pods_by_app[app] += sign;
 }
 
 void SchedulerDriver::load_cluster() {
   for (const json& node : api_.nodes()) {
-    NodeState& state = nodes_[node["metadata"]["name"].get<std::string>()];
+    const std::string name = node["metadata"]["name"];
+    NodeState& state = nodes_[name];
+    node_order_.push_back(name);
     state.object = node;
-    for (const char* r : kCounted) state.allocatable[r] = quantity(node["status"]["allocatable"].value(r, json()));
+    const json& allocatable = node["status"]["allocatable"];
+    for (const char* r : kCounted) state.allocatable[r] = quantity(allocatable.value(r, json()));
+    state.plugins.cpu_allocatable = quantity_milli(allocatable.value("cpu", json()));
+    state.plugins.memory_allocatable = quantity_milli(allocatable.value("memory", json()));
   }
   for (const json& pod : api_.pods()) {
     const std::string node = pod["spec"].value("nodeName", "");
     const std::string phase = pod["status"].value("phase", "");
     if (node.empty() || phase == "Succeeded" || phase == "Failed" || !nodes_.count(node)) continue;
-    for (const char* r : kCounted) nodes_[node].requested[r] += pod_request(pod, r);
+    count(pod, nodes_[node], +1);
   }
 }
 
-std::vector<std::string> SchedulerDriver::own_filter(const json& pod) const {
-  std::vector<std::string> out;
-  for (const auto& [name, state] : nodes_) {
-    bool fits = true;
-    for (const char* r : kCounted) {
-      const int64_t want = pod_request(pod, r);
-      if (want == 0) continue;
-      const auto alloc = state.allocatable.find(r);
-      const auto used = state.requested.find(r);
-      const int64_t free = (alloc == state.allocatable.end() ? 0 : alloc->second) -
-                           (used == state.requested.end() ? 0 : used->second);
-      if (want > free) fits = false;
-    }
-    if (fits) out.push_back(name);
+bool SchedulerDriver::fits(const json& pod, const NodeState& state) const {
+  for (const char* r : kCounted) {
+    const int64_t want = pod_request(pod, r);
+    if (want == 0) continue;
+    const auto alloc = state.allocatable.find(r);
+    const auto used = state.requested.find(r);
+    const int64_t free = (alloc == state.allocatable.end() ? 0 : alloc->second) -
+                         (used == state.requested.end() ? 0 : used->second);
+    if (want > free) return false;
   }
+  return true;
+}
+
+std::vector<std::string> SchedulerDriver::own_filter(const json& pod) {
+  const size_t all = node_order_.size();
+  const size_t wanted = feasible_nodes_to_find(all, options_.percentage_of_nodes_to_score);
+  std::vector<std::string> out;
+  size_t processed = 0;
+  for (; processed < all && out.size() < wanted; ++processed) {
+    const std::string& name = node_order_[(next_start_node_ + processed) % all];
+    if (fits(pod, nodes_.at(name))) out.push_back(name);
+  }
+  if (all > 0) next_start_node_ = (next_start_node_ + processed) % all;
   return out;
+}
+
+bool SchedulerDriver::interested(const json& pod) const {
+  for (const auto& c : pod["spec"]["containers"]) {
+    const json resources = c.value("resources", json::object());
+    for (const char* kind : {"requests", "limits"}) {
+      const json listed = resources.value(kind, json::object());  // kept: items() of a temporary dangles
+      for (const auto& [name, value] : listed.items())
+        if (std::find(options_.managed_resources.begin(), options_.managed_resources.end(), name) !=
+            options_.managed_resources.end())
+          return true;
+    }
+  }
+  return options_.managed_resources.empty();
 }
 
 std::string SchedulerDriver::select_host(const std::vector<std::string>& nodes,
@@ -169,101 +204,142 @@ std::string SchedulerDriver::select_host(const std::vector<std::string>& nodes,
 
 void SchedulerDriver::assume(const json& pod, const std::string& node, int sign) {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const char* r : kCounted) nodes_[node].requested[r] += sign * pod_request(pod, r);
+  count(pod, nodes_[node], sign);
+}
+
+json SchedulerDriver::extender_args(const json& pod, const std::vector<std::string>& nodes) const {
+  json args = {{"Pod", pod}};
+  if (options_.node_cache_capable) {
+    args["Nodes"] = nullptr;
+    args["NodeNames"] = nodes;
+  } else {
+    json items = json::array();
+    for (const auto& name : nodes) items.push_back(nodes_.at(name).object);
+    args["Nodes"] = {{"metadata", json::object()}, {"items", items}};
+    args["NodeNames"] = nullptr;
+  }
+  return args;
+}
+
+bool SchedulerDriver::extender_filter(const json& pod, std::vector<std::string>& feasible, Placement& placement,
+                                      double& ms) {
+  // The body is built before the clock starts: the round trip is what the extender adds; building
+  // JSON is the scheduler's own work (Go's encoder, not this one).
+  const std::string body = extender_args(pod, feasible).dump();
+  std::string answer;
+  const auto start = Clock::now();
+  const int status = verbs_.post("/filter", body, answer);
+  timings_.filter_ms.push_back(ms_since(start));
+  ms += timings_.filter_ms.back();
+  if (status != 200) {
+    placement.error = status > 0 ? "filter: HTTP " + std::to_string(status) : "filter: no answer";
+    return false;
+  }
+  const json filtered = json::parse(answer);
+  if (!filtered.value("Error", "").empty()) {
+    placement.error = "filter: " + filtered["Error"].get<std::string>();
+    return false;
+  }
+  // extender.go Filter: full mode rebuilds the node list from Nodes.items; names mode from NodeNames,
+  // each of which must be a node it was sent.
+  std::vector<std::string> kept;
+  if (options_.node_cache_capable && filtered["NodeNames"].is_array()) {
+    for (const auto& n : filtered["NodeNames"]) {
+      if (std::find(feasible.begin(), feasible.end(), n.get<std::string>()) == feasible.end()) {
+        placement.error = "filter: extender claims a filtered node \"" + n.get<std::string>() +
+                          "\" which is not found in the input node list";
+        return false;
+      }
+      kept.push_back(n);
+    }
+  } else if (!options_.node_cache_capable && filtered["Nodes"].is_object()) {
+    for (const auto& n : filtered["Nodes"]["items"]) kept.push_back(n["metadata"]["name"]);
+  }
+  feasible = std::move(kept);
+  if (feasible.empty()) placement.error = "0 nodes left after the extender's filter";
+  return !feasible.empty();
+}
+
+std::map<std::string, int64_t> SchedulerDriver::scores(const json& pod, const std::vector<std::string>& feasible,
+                                                       bool with_extender, double& ms) {
+  std::map<std::string, int64_t> totals;
+  if (options_.own_score) {
+    for (const auto& name : feasible) totals[name] = options_.own_score(nodes_.at(name).object, pod);
+  } else {
+    std::vector<const PluginNode*> plugin_nodes;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);  // bind workers move usage
+      for (const auto& name : feasible) plugin_nodes.push_back(&nodes_.at(name).plugins);
+      const std::vector<int64_t> plugin = default_plugin_scores(pod, plugin_nodes);
+      for (size_t i = 0; i < feasible.size(); ++i) totals[feasible[i]] = plugin[i];
+    }
+  }
+  int64_t low = INT64_MAX, high = INT64_MIN;
+  for (const auto& [name, score] : totals) low = std::min(low, score), high = std::max(high, score);
+  timings_.own_score_spread = std::max(timings_.own_score_spread, high - low);
+  if (!with_extender) return totals;
+  const std::string body = extender_args(pod, feasible).dump();
+  std::string answer;
+  const auto start = Clock::now();
+  const int status = verbs_.post("/prioritize", body, answer);
+  timings_.prioritize_ms.push_back(ms_since(start));
+  ms += timings_.prioritize_ms.back();
+  if (status != 200) return totals;  // a failed prioritize is ignored by the scheduler (its own scores stand)
+  for (const auto& host : json::parse(answer)) {
+    const std::string name = host["Host"];
+    if (totals.count(name))
+      totals[name] += host["Score"].get<int64_t>() * options_.weight * (kMaxNodeScore / kMaxExtenderPriority);
+  }
+  return totals;
+}
+
+void SchedulerDriver::default_bind(const json& pod, const std::string& node, Placement& placement) {
+  const std::string refused = api_.bind_pod(pod["metadata"]["namespace"], pod["metadata"]["name"],
+                                            pod["metadata"]["uid"], node);
+  if (!refused.empty()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    placement.error = "bind: " + refused;
+    placement.node.clear();
+    count(pod, nodes_[node], -1);
+  }
+}
+
+void SchedulerDriver::schedule_one(const json& pod, Placement& placement) {
+  placement.pod = pod["metadata"]["name"];
+  std::vector<std::string> feasible;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    feasible = own_filter(pod);
+  }
+  if (feasible.empty()) {
+    placement.error = "0 nodes fit (scheduler's own filters)";
+    return;
+  }
+  const bool with_extender = interested(pod);
+  double extender_ms = 0;
+  if (with_extender && !extender_filter(pod, feasible, placement, extender_ms)) return;
+  // schedulePod: one feasible node is used without scoring.
+  const std::map<std::string, int64_t> totals =
+      feasible.size() > 1 ? scores(pod, feasible, with_extender, extender_ms) : std::map<std::string, int64_t>{{feasible[0], 0}};
+  if (with_extender) timings_.extender_ms.push_back(extender_ms);
+  const std::string node = select_host(feasible, totals);
+  assume(pod, node, +1);
+  placement.node = node;
+  if (!with_extender) {
+    start_binding([this, &pod, node, &placement](httplib::Client&) { default_bind(pod, node, placement); });
+  } else if (options_.sequential) {
+    bind(client_, pod, node, placement);
+  } else {
+    // The binding cycle runs apart: go on with the next pod at once.
+    start_binding([this, &pod, node, &placement](httplib::Client& client) { bind(client, pod, node, placement); });
+  }
+  if (options_.sequential) wait_for_binds();
 }
 
 std::vector<Placement> SchedulerDriver::schedule(const std::vector<json>& pods) {
   const auto run_start = Clock::now();
   std::vector<Placement> out(pods.size());
-  std::string answer;  // the extender's last answer
-  for (size_t i = 0; i < pods.size(); ++i) {
-    const json& pod = pods[i];
-    Placement& placement = out[i];
-    placement.pod = pod["metadata"]["name"];
-    std::vector<std::string> feasible;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      feasible = own_filter(pod);
-    }
-    if (feasible.empty()) {
-      placement.error = "0 nodes fit (scheduler's own filters)";
-      continue;
-    }
-    json args = {{"Pod", pod}};
-    if (options_.node_cache_capable) {
-      args["Nodes"] = nullptr;
-      args["NodeNames"] = feasible;
-    } else {
-      json items = json::array();
-      for (const auto& name : feasible) items.push_back(nodes_.at(name).object);
-      args["Nodes"] = {{"metadata", json::object()}, {"items", items}};
-      args["NodeNames"] = nullptr;
-    }
-    // The body is built before the clock starts: the round trip is what the extender adds; building
-    // JSON is the scheduler's own work (Go's encoder, not this one).
-    const std::string filter_body = args.dump();
-    const auto filter_start = Clock::now();
-    const int filter_status = verbs_.post("/filter", filter_body, answer);
-    timings_.filter_ms.push_back(ms_since(filter_start));
-    double extender_ms = timings_.filter_ms.back();
-    if (filter_status != 200) {
-      placement.error = filter_status > 0 ? "filter: HTTP " + std::to_string(filter_status) : "filter: no answer";
-      continue;
-    }
-    const json filtered = json::parse(answer);
-    if (!filtered.value("Error", "").empty()) {
-      placement.error = "filter: " + filtered["Error"].get<std::string>();
-      continue;
-    }
-    // extender.go Filter: full mode rebuilds the node list from Nodes.items; names mode from NodeNames.
-    feasible.clear();
-    if (options_.node_cache_capable) {
-      for (const auto& n : filtered["NodeNames"]) feasible.push_back(n);
-    } else if (filtered["Nodes"].is_object()) {
-      for (const auto& n : filtered["Nodes"]["items"]) feasible.push_back(n["metadata"]["name"]);
-    }
-    if (feasible.empty()) {
-      placement.error = "0 nodes left after the extender's filter";
-      continue;
-    }
-    std::map<std::string, int64_t> totals;
-    for (const auto& name : feasible)
-      totals[name] = options_.own_score ? options_.own_score(nodes_.at(name).object, pod) : 0;
-    if (feasible.size() > 1) {  // schedulePod: one feasible node is used without scoring
-      json scored = args;
-      if (options_.node_cache_capable) {
-        scored["NodeNames"] = feasible;
-      } else {
-        json items = json::array();
-        for (const auto& name : feasible) items.push_back(nodes_.at(name).object);
-        scored["Nodes"]["items"] = items;
-      }
-      const std::string prioritize_body = scored.dump();
-      const auto prioritize_start = Clock::now();
-      const int prioritize_status = verbs_.post("/prioritize", prioritize_body, answer);
-      timings_.prioritize_ms.push_back(ms_since(prioritize_start));
-      extender_ms += timings_.prioritize_ms.back();
-      // A failed prioritize is ignored by the scheduler (its own scores stand).
-      if (prioritize_status == 200) {
-        for (const auto& host : json::parse(answer)) {
-          const std::string name = host["Host"];
-          if (totals.count(name))
-            totals[name] += host["Score"].get<int64_t>() * options_.weight * (kMaxNodeScore / kMaxExtenderPriority);
-        }
-      }
-    }
-    timings_.extender_ms.push_back(extender_ms);
-    const std::string node = select_host(feasible, totals);
-    assume(pod, node, +1);
-    placement.node = node;
-
-    if (options_.sequential) {
-      bind(client_, pod, node, placement);
-    } else {
-      // The binding cycle runs apart: go on with the next pod at once.
-      start_binding([this, &pod, node, &placement](httplib::Client& client) { bind(client, pod, node, placement); });
-    }
-  }
+  for (size_t i = 0; i < pods.size(); ++i) schedule_one(pods[i], out[i]);
   wait_for_binds();
   timings_.seconds = std::chrono::duration<double>(Clock::now() - run_start).count();
   return out;

@@ -5,11 +5,18 @@
 //
 // What it does, as scheduleOne does, for each pod in queue order:
 //  1. its own filter: NodeResourcesFit on nvidia.com/gpu and custom.resource/aaa against its own
-//     cache (pods bound plus pods it assumed), as with ignoredByScheduler: false;
-//  2. the extender's /filter (full Node objects, or NodeNames with nodeCacheCapable), keeping what
-//     the extender answers (Nodes.items in full mode, NodeNames in names mode);
-//  3. if more than one node is left, the extender's /prioritize; total = own score + extender score x
-//     weight x (MaxNodeScore / MaxExtenderPriority = 10); one node left: no scoring at all;
+//     cache (pods bound plus pods it assumed), as with ignoredByScheduler: false, over the nodes from
+//     where the last pod's search stopped, until numFeasibleNodesToFind nodes fit
+//     (findNodesThatPassFilters: max(100, N x p / 100), p = percentageOfNodesToScore or 50 - N/125,
+//     at least 5);
+//  2. when the pod requests one of the extender's managedResources (IsInterested), the extender's
+//     /filter (full Node objects, or NodeNames with nodeCacheCapable), keeping what it answers
+//     (Nodes.items in full mode, NodeNames in names mode: a name it was not sent fails the cycle, "claims
+//     a filtered node ... not found in the input node list"); a pod it is not interested in never
+//     reaches the extender and is bound by the default binder (a Binding posted to the API server);
+//  3. if more than one node is left, the default score plugins (default_plugins.h, unless own_score
+//     replaces them) plus the extender's /prioritize: total = plugins + extender score x weight x
+//     (MaxNodeScore / MaxExtenderPriority = 10); one node left: no scoring at all;
 //  4. selectHost: the highest total, ties broken at random (reservoir sampling, seeded);
 //  5. assume the pod in its own cache, start the binding cycle (the extender's /bind) apart, and go on
 //     with the next pod at once: pod i+1's /filter races pod i's /bind. Binding cycles run on a few
@@ -33,6 +40,7 @@
 #include <thread>
 #include <vector>
 
+#include "default_plugins.h"
 #include "fake_api_server.h"
 #include "raw_http_client.h"
 
@@ -42,8 +50,12 @@ struct DriverOptions {
   bool node_cache_capable = false;  // names mode
   int weight = 5;                   // the extender's weight in the scheduler's configuration
   uint64_t seed = 1;
-  // The scheduler's own score of a node for a pod (its plugins), 0..100 per plugin summed; default 0.
+  // The scheduler's own score of a node for a pod (its plugins); default: the default plugins'.
   std::function<int64_t(const json& node, const json& pod)> own_score;
+  // percentageOfNodesToScore; 0: the adaptive default.
+  int percentage_of_nodes_to_score = 0;
+  // The extender's managedResources: pods requesting none of them skip it.
+  std::vector<std::string> managed_resources{"nvidia.com/gpu", "custom.resource/aaa"};
   // One by one: wait for each pod's bind to return before the next pod's cycle.
   bool sequential = false;
 };
@@ -54,11 +66,17 @@ struct Placement {
   std::string error;  // why
 };
 
+// findNodesThatPassFilters' numFeasibleNodesToFind, for a cluster of `all` nodes.
+size_t feasible_nodes_to_find(size_t all, int percentage_of_nodes_to_score);
+
 struct DriverTimings {
   std::vector<double> filter_ms, prioritize_ms;  // round trips of the extender's verbs, as seen here
   std::vector<double> extender_ms;               // filter + prioritize per pod: what the extender adds
   std::vector<double> bind_ms;                   // /bind round trips (off the scheduling path)
   double seconds = 0;                            // the whole run, binds included
+  // The widest gap between the scheduler's own scores of two nodes in one cycle: 0 would mean the
+  // extender never had to outweigh anything.
+  int64_t own_score_spread = 0;
 };
 
 class SchedulerDriver {
@@ -74,12 +92,26 @@ class SchedulerDriver {
   struct NodeState {
     json object;
     std::map<std::string, int64_t> allocatable, requested;  // of the two counted resources
+    PluginNode plugins;                                    // what the default score plugins read
   };
   void load_cluster();
-  std::vector<std::string> own_filter(const json& pod) const;
+  void count(const json& pod, NodeState& node, int sign);
+  // findNodesThatPassFilters: the nodes that fit, from where the last search stopped.
+  std::vector<std::string> own_filter(const json& pod);
+  bool fits(const json& pod, const NodeState& node) const;
+  bool interested(const json& pod) const;
+  json extender_args(const json& pod, const std::vector<std::string>& nodes) const;
+  // The extender's /filter: false (with placement.error) when the cycle fails; `feasible` is what it kept.
+  bool extender_filter(const json& pod, std::vector<std::string>& feasible, Placement& placement, double& ms);
+  // Scores of `feasible`: the scheduler's own, plus the extender's /prioritize when it is interested.
+  std::map<std::string, int64_t> scores(const json& pod, const std::vector<std::string>& feasible, bool with_extender,
+                                        double& ms);
+  void schedule_one(const json& pod, Placement& placement);
   std::string select_host(const std::vector<std::string>& nodes, const std::map<std::string, int64_t>& totals);
   void assume(const json& pod, const std::string& node, int sign);
   void bind(httplib::Client& client, const json& pod, const std::string& node, Placement& placement);
+  // The default binder: a Binding posted to the API server, for pods the extender does not bind.
+  void default_bind(const json& pod, const std::string& node, Placement& placement);
   void start_binding(std::function<void(httplib::Client&)> cycle);
   void wait_for_binds();
 
@@ -92,6 +124,8 @@ class SchedulerDriver {
   RawHttpClient verbs_;
   httplib::Client client_;  // for /bind one by one (options.sequential)
   std::map<std::string, NodeState> nodes_;
+  std::vector<std::string> node_order_;  // the scheduler's node list
+  size_t next_start_node_ = 0;           // nextStartNodeIndex
   std::mutex mutex_;  // nodes_[..].requested, placements and timings, written by bind workers
   std::condition_variable bind_queue_changed_;
   std::deque<std::function<void(httplib::Client&)>> bind_queue_;
@@ -101,7 +135,8 @@ class SchedulerDriver {
   DriverTimings timings_;
 };
 
-// A pending pod of the shipped scheduler requesting `gpus` GPUs (A100) and `aaa` of custom.resource/aaa.
-json pending_pod(const std::string& name, int gpus, int aaa);
+// A pending pod of the shipped scheduler requesting `gpus` GPUs (A100) and `aaa` of custom.resource/aaa,
+// one of the set `app` (a ReplicaSet's pods share theirs, which the spreading plugin reads).
+json pending_pod(const std::string& name, int gpus, int aaa, const std::string& app = "burst");
 
 }  // namespace test_support
