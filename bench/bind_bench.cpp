@@ -68,14 +68,17 @@ int main(int argc, char** argv) {
       const json pod = make((filtered ? "filtered-" : "cold-") + std::to_string(i));
       if (filtered) {
         const json args = {{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", {"a100-8"}}};
-        verbs.Post("/filter", args.dump(), "application/json");
+        auto res = verbs.Post("/filter", args.dump(), "application/json");
+        if (!res || res->status != 200 || json::parse(res->body).value("Error", "") != "" ||
+            json::parse(res->body)["NodeNames"] != json::array({"a100-8"}))
+          return std::fprintf(stderr, "filter failed: %s\n", res ? res->body.c_str() : "no answer"), 1;
       }
       const json bind = {{"PodName", pod["metadata"]["name"]}, {"PodNamespace", "burst"},
                          {"PodUID", pod["metadata"]["uid"]}, {"Node", "a100-8"}};
       const auto t = Clock::now();
       auto res = verbs.Post("/bind", bind.dump(), "application/json");
       (filtered ? after_filter_ms : cold_ms).push_back(ms_since(t));
-      if (!res || json::parse(res->body).value("Error", "") != "")
+      if (!res || res->status != 200 || json::parse(res->body).value("Error", "") != "")
         return std::fprintf(stderr, "bind failed: %s\n", res ? res->body.c_str() : "no answer"), 1;
     }
   }

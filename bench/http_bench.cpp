@@ -19,6 +19,14 @@ std::string headers_for(const std::string& answer_bytes) {
   return answer_bytes.empty() ? "" : "X-Answer-Bytes: " + answer_bytes + "\r\n";
 }
 
+// A sample counts only when it is an answer: status 200 and no Error in the body (the protocol's
+// Error field, inside a 200).
+bool answered(int status, std::string_view body) {
+  if (status != 200) return false;
+  const size_t error = body.find("\"Error\":\"");
+  return error == std::string_view::npos || body.compare(error + 9, 1, "\"") == 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -42,9 +50,14 @@ int main(int argc, char** argv) {
     while (samples.size() < 5 || (clock::now() < deadline && samples.size() < 2000)) {
       const auto t0 = clock::now();
       const int status = client.post();
-      samples.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
-      if (status != 200) ++errors;
-      else answer_bytes = client.answer_bytes();
+      const double ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+      if (!answered(status, client.answer())) {
+        ++errors;
+        std::cerr << "http_bench: " << path << " answered " << status << ": " << client.answer().substr(0, 300) << "\n";
+        break;
+      }
+      samples.push_back(ms);
+      answer_bytes = client.answer_bytes();
     }
     nlohmann::json out = {{"p50_ms", bench::percentile(samples, 0.5)},
                           {"p99_ms", bench::percentile(samples, 0.99)},
@@ -52,7 +65,7 @@ int main(int argc, char** argv) {
                           {"errors", errors},
                           {"answer_bytes", answer_bytes}};
     std::cout << out.dump() << "\n";
-    return 0;
+    return errors == 0 ? 0 : 1;  // figures of failed requests are no figures
   }
   if (mode == "throughput" && argc >= 8) {
     const int concurrency = std::atoi(argv[7]);
@@ -65,7 +78,7 @@ int main(int argc, char** argv) {
         test_support::RawHttpClient client(host, port, path, body, headers);
         while (clock::now() < deadline) {
           const int status = client.post();
-          if (status == 200) {
+          if (answered(status, client.answer())) {
             ++ok;
             continue;
           }
@@ -85,7 +98,8 @@ int main(int argc, char** argv) {
                           {"transport_errors", transport.load()},
                           {"seconds", elapsed}};
     std::cout << out.dump() << "\n";
-    return 0;
+    if (errors > 0) std::cerr << "http_bench: " << errors << " requests failed (" << shed << " shed with 503)\n";
+    return errors == 0 ? 0 : 1;
   }
   std::cerr << "unknown mode " << mode << "\n";
   return 2;

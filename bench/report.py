@@ -21,10 +21,13 @@ for r in inprocess:
 
 print("\nEnd to end over loopback HTTP (full mode, GPU pod), against the bare cpp-httplib floor")
 print(f"{'nodes':>6} {'verb':11} {'p50':>9} {'p99':>9} {'floor p50':>10} {'floor p99':>10} {'p50/floor':>9}")
+failed = [r for r in http if r["extender"]["errors"] or r["floor"]["errors"]] + [t for t in throughput if t["errors"]]
+if failed:
+    sys.exit(f"benchmark refused: requests failed in {failed}")
 for r in http:
     e, f = r["extender"], r["floor"]
     print(f"{r['nodes']:6} {r['verb']:11} {e['p50_ms']:8.2f}ms {e['p99_ms']:8.2f}ms {f['p50_ms']:9.2f}ms "
-          f"{f['p99_ms']:9.2f}ms {e['p50_ms']/f['p50_ms']:8.2f}x")
+          f"{f['p99_ms']:9.2f}ms {e['p50_ms']/f['p50_ms']:8.2f}x  ({e['requests']} requests, {e['errors']} errors)")
 
 print("\nThroughput, 100-node filter")
 for t in throughput:

@@ -1,6 +1,8 @@
 #pragma once
 // Timing /filter and /prioritize in process, as the server runs them: the body already in a pooled
 // workspace (reading it is the HTTP benchmark's business), medians over repeated runs.
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -11,6 +13,17 @@
 #include "gpu_extender/wire.h"
 
 namespace bench {
+
+// Every timed sample must be an answer, not an error: a 400 or an Error is as fast as it is wrong.
+// Stops the benchmark (exit 1) with what failed.
+inline void require_answered(gpu_extender::Verb verb, int status, const gpu_extender::VerbSummary& summary,
+                             const std::string& answer) {
+  if (status == 200 && summary.error.empty()) return;
+  std::fprintf(stderr, "benchmark stopped: /%s answered %d%s%s: %.300s\n",
+               std::string(gpu_extender::verb_name(verb)).c_str(), status, summary.error.empty() ? "" : ", Error ",
+               summary.error.c_str(), answer.c_str());
+  std::exit(1);
+}
 
 struct VerbTimings {
   Timing filter;
@@ -25,7 +38,7 @@ inline VerbTimings time_verbs(const gpu_extender::ExtenderService& service, cons
   auto timed = [&](Verb verb) {
     return measure([&] {
       VerbSummary summary;
-      service.handle(verb, *ws, summary);
+      require_answered(verb, service.handle(verb, *ws, summary), summary, ws->answer);
     });
   };
   VerbTimings t;
@@ -42,8 +55,10 @@ inline double run_timed(const gpu_extender::ExtenderService& service, gpu_extend
   ws.body.assign(body);
   gpu_extender::VerbSummary summary;
   const auto t0 = std::chrono::steady_clock::now();
-  service.handle(verb, ws, summary);
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const int status = service.handle(verb, ws, summary);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  require_answered(verb, status, summary, ws.answer);
+  return ms;
 }
 
 // Scheduling cycles as kube-scheduler runs them: /filter then /prioritize of each body in turn, in

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 namespace test_support {
 
@@ -37,6 +38,8 @@ class RawHttpClient {
     return read_answer();
   }
   size_t answer_bytes() const { return answer_bytes_; }
+  // The last answer's body, as read (valid until the next request).
+  std::string_view answer() const { return std::string_view(buffer_.data() + body_offset_, answer_bytes_); }
   // The same, keeping the answer's body.
   int post_and_read(std::string& answer) {
     const int status = post();
