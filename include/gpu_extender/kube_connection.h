@@ -36,6 +36,7 @@ struct DeletionCostSettings {
 struct DeletionCostStats {
   bool leader = false;
   uint64_t written = 0, failed = 0;
+  uint64_t passes = 0;  // whole passes over the pods while leading
   std::map<int, size_t> pods_by_bucket;
   size_t user_owned = 0;
 };

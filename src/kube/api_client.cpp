@@ -157,20 +157,21 @@ std::unique_ptr<httplib::ClientImpl> ApiClient::connect(std::chrono::millisecond
 }
 
 std::unique_ptr<httplib::ClientImpl> ApiClient::acquire(std::chrono::milliseconds read_timeout,
-                                                        uint64_t& ca_generation) const {
+                                                        uint64_t& ca_generation, bool fresh, bool& reused) const {
   std::unique_ptr<httplib::ClientImpl> client;
   {
     std::unique_lock<std::mutex> lock(pool_mutex_);
     (void)current_ca_pem();  // empties the pool when the CA changed
     // All connections busy: wait for one (bounded by the call's own timeout), then open one if none.
     pool_freed_.wait_for(lock, read_timeout, [this] { return !idle_.empty() || in_use_ < kMaxConnections; });
-    if (!idle_.empty()) {
+    if (!idle_.empty() && !fresh) {
       client = std::move(idle_.back());
       idle_.pop_back();
     }
     ++in_use_;
     ca_generation = ca_generation_;
   }
+  reused = client != nullptr;
   if (!client) {
     try {
       client = connect(read_timeout);
@@ -199,8 +200,19 @@ template <typename Call>
 ApiResponse ApiClient::pooled(std::chrono::milliseconds timeout, const Call& call) const {
   ApiResponse out;
   uint64_t ca_generation = 0;
-  auto client = acquire(timeout, ca_generation);
-  if (auto res = call(*client)) {
+  bool reused = false;
+  auto client = acquire(timeout, ca_generation, false, reused);
+  auto res = call(*client);
+  if (!res && reused) {
+    // A kept-alive connection the server closed while it sat idle (its keep-alive timeout can fire
+    // just as a request goes out): once more on a new connection, as Go's transport retries. Every
+    // call here is safe to repeat: reads, merge patches, and writes the API server refuses twice
+    // (a second Binding is a 409 the binder reads, a Lease update is conditional).
+    release(nullptr, ca_generation);
+    client = acquire(timeout, ca_generation, true, reused);
+    res = call(*client);
+  }
+  if (res) {
     out.status = res->status;
     out.body = std::move(res->body);
     // An HTTP answer leaves the connection usable, unless the server said it closes it.

@@ -66,7 +66,9 @@ class ApiClient {
   // A kept-alive connection from the pool, or a new one; give it back with release() when the call
   // got an HTTP answer (the connection is sound), drop it otherwise.
   // `ca_generation`: the CA it was made under, for release().
-  std::unique_ptr<httplib::ClientImpl> acquire(std::chrono::milliseconds read_timeout, uint64_t& ca_generation) const;
+  // A pooled connection, or a new one (always with `fresh`); `reused`: it was pooled.
+  std::unique_ptr<httplib::ClientImpl> acquire(std::chrono::milliseconds read_timeout, uint64_t& ca_generation,
+                                               bool fresh, bool& reused) const;
   // `client` null: the connection was dropped (transport error, or the server closes it).
   // A connection made under a CA replaced meanwhile is dropped too.
   void release(std::unique_ptr<httplib::ClientImpl> client, uint64_t ca_generation) const;

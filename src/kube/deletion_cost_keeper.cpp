@@ -113,6 +113,8 @@ void DeletionCostKeeper::pass() {
                    written.why());
     }
   }
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.passes;  // a whole pass: every pod looked at, every patch it needed tried
 }
 
 }  // namespace gpu_extender::kube

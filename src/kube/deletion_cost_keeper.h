@@ -44,6 +44,7 @@ class DeletionCostKeeper {
 
   struct Stats {
     uint64_t written = 0, failed = 0;
+    uint64_t passes = 0;  // whole passes over the pods, as the leader
     std::map<int, size_t> pods_by_bucket;  // as of the last pass, the pods it keeps costs of
     size_t user_owned = 0;                 // pods whose cost someone else set: left alone
   };

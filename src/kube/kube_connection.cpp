@@ -77,7 +77,7 @@ void KubeConnection::keep_deletion_costs(const DeletionCostSettings& settings,
 std::optional<DeletionCostStats> KubeConnection::deletion_cost_stats() const {
   if (!cost_keeper_) return std::nullopt;
   const kube::DeletionCostKeeper::Stats s = cost_keeper_->stats();
-  return DeletionCostStats{elector_->leader(), s.written, s.failed, s.pods_by_bucket, s.user_owned};
+  return DeletionCostStats{elector_->leader(), s.written, s.failed, s.passes, s.pods_by_bucket, s.user_owned};
 }
 
 void KubeConnection::stop() {

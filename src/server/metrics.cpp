@@ -294,6 +294,9 @@ std::vector<MetricFamily> deletion_cost_families(const DeletionCostStats& s) {
                        MetricType::Counter,
                        {sample(MetricType::Counter, static_cast<double>(s.written), {{"outcome", "written"}}),
                         sample(MetricType::Counter, static_cast<double>(s.failed), {{"outcome", "failed"}})}};
+  MetricFamily passes{"gpu_extender_deletion_cost_passes_total",
+                      "Whole passes of the deletion-cost writer over the pods it keeps costs of, while leading.",
+                      MetricType::Counter, {sample(MetricType::Counter, static_cast<double>(s.passes))}};
   MetricFamily pods{"gpu_extender_deletion_cost_pods",
                     "Pods whose deletion cost this extender keeps, by cost bucket (0: emptiest nodes), as of the last pass.",
                     MetricType::Gauge, {}};
@@ -302,7 +305,7 @@ std::vector<MetricFamily> deletion_cost_families(const DeletionCostStats& s) {
   MetricFamily owned{"gpu_extender_deletion_cost_user_owned_pods",
                      "Pods this extender places whose deletion cost someone else set: left alone.", MetricType::Gauge,
                      {sample(MetricType::Gauge, static_cast<double>(s.user_owned))}};
-  return {leader, patches, pods, owned};
+  return {leader, patches, passes, pods, owned};
 }
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include "../unit/test_support.h"
 #include "extender_process.h"
 #include "fake_api_server.h"
+#include "lease_support.h"
 #include "metrics_support.h"
 
 using nlohmann::json;
@@ -42,6 +43,11 @@ std::vector<std::string> cost_args(FakeApiServer& api) {
 double leader_gauge(const ExtenderProcess& p) {
   return test_support::value_of(test_support::scrape(p.port()), "gpu_extender_deletion_cost_leader");
 }
+
+double passes_of(const ExtenderProcess& p) {
+  return test_support::value_of(test_support::scrape(p.port()), "gpu_extender_deletion_cost_passes_total");
+}
+
 
 }  // namespace
 
@@ -92,7 +98,8 @@ TEST_CASE("deletion costs: follow the nodes' fullness, leave others' costs alone
   const int patches_before = api.patches();
   ExtenderProcess again(cost_args(api));
   REQUIRE(eventually([&] { return leader_gauge(again) == 1; }, kPatience));
-  std::this_thread::sleep_for(std::chrono::seconds(5));  // a couple of passes of the new leader
+  // Two whole passes of the new leader, each of which would have patched a cost it found wrong.
+  REQUIRE(eventually([&] { return passes_of(again) >= 2; }, kPatience));
   CHECK(api.patches() == patches_before);
 }
 
@@ -104,8 +111,11 @@ TEST_CASE("deletion costs: one writer among replicas, and when it stops the othe
   REQUIRE(eventually([&] { return leader_gauge(*first) == 1; }, kPatience));
   ExtenderProcess second(cost_args(api));
   REQUIRE(eventually([&] { return cost_of(api, "node-a-1") == "200"; }, kPatience));
-  // The second replica is up and watching, and stays a follower while the first renews.
-  std::this_thread::sleep_for(std::chrono::seconds(4));  // longer than the lease lasts
+  // The second replica is up and watching, and stays a follower while the first renews: for as long
+  // as the first has held the lease past its duration (its own renewals say so), and through two of
+  // its passes.
+  const double taken = passes_of(*first);
+  REQUIRE(eventually([&] { return test_support::renewed_past_duration(api, "gpu-extender", "gpu-extender-deletion-costs") && passes_of(*first) >= taken + 2; }, kPatience));
   CHECK(leader_gauge(*first) == 1);
   CHECK(leader_gauge(second) == 0);
   CHECK(test_support::value_of(test_support::scrape(second.port()),

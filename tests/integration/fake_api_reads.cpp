@@ -149,8 +149,9 @@ void FakeApiServer::list(const std::string& resource, const httplib::Request& re
   ListSnapshot snapshot;
   size_t offset = 0;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
     ++lists_[resource];
+    changed_.wait(lock, [this] { return !hold_lists_ || stopping_; });  // hold_lists(): answered on release
     delay = list_delay_;
     if (req.has_param("continue")) {
       const std::string token = req.get_param_value("continue");

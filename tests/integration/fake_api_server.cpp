@@ -260,6 +260,11 @@ uint64_t FakeApiServer::resource_version() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return rv_;
 }
+void FakeApiServer::hold_lists(bool hold) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  hold_lists_ = hold;
+  changed_.notify_all();
+}
 void FakeApiServer::split_watch_lines(bool split) {
   std::lock_guard<std::mutex> lock(mutex_);
   split_watch_lines_ = split;

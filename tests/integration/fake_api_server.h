@@ -80,6 +80,8 @@ class FakeApiServer {
   int bookmarks_sent() const;       // BOOKMARK events written to watch streams so far
   uint64_t resource_version() const;  // of the last change
   void delay_lists(std::chrono::milliseconds delay);
+  // Lists are counted, then not answered until released (hold_lists(false)).
+  void hold_lists(bool hold);
   // Every watch write is sent in two parts a moment apart, the first ending mid-line.
   void split_watch_lines(bool split);
   void fail_reads(int status);  // every list and watch answers this status (0: normal again)
@@ -163,6 +165,7 @@ class FakeApiServer {
   std::chrono::milliseconds list_delay_{0};
   int fail_reads_ = 0;
   bool split_watch_lines_ = false;
+  bool hold_lists_ = false;
   int bookmarks_sent_ = 0;
   std::map<std::string, ListSnapshot> snapshots_;  // by continue-token id
   uint64_t next_snapshot_ = 0;

@@ -4,6 +4,7 @@
 
 #include "../unit/test_support.h"
 #include "fake_api_server.h"
+#include "lease_support.h"
 #include "kube/lease_elector.h"
 
 using namespace gpu_extender;
@@ -12,6 +13,8 @@ using test_support::eventually;
 using test_support::FakeApiServer;
 
 namespace {
+
+const std::string kNs = "gpu-extender", kLease = "gpu-extender-deletion-costs";
 
 std::shared_ptr<kube::ApiClient> client_for(FakeApiServer& api) {
   ApiEndpoint endpoint;
@@ -37,12 +40,14 @@ TEST_CASE("lease: one leader at a time, released on stop, taken over by the othe
   a.start();
   REQUIRE(eventually([&] { return a.leader(); }));
   b.start();
-  // b keeps trying for longer than a lease lasts: a renews, so b never leads.
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2500);
-  while (std::chrono::steady_clock::now() < until) {
+  // b keeps trying while a holds the lease past its duration twice over (a's renewals say so): a
+  // renews, so b never leads.
+  const double acquired = test_support::micro_time_seconds(api.lease(kNs, kLease)["spec"]["acquireTime"]);
+  REQUIRE(eventually([&] {
     CHECK_FALSE((a.leader() && b.leader()));
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+    const json spec = api.lease(kNs, kLease)["spec"];
+    return test_support::micro_time_seconds(spec["renewTime"]) - acquired > 2 * spec["leaseDurationSeconds"].get<double>();
+  }));
   CHECK(a.leader());
   CHECK_FALSE(b.leader());
   const json held = api.lease("gpu-extender", "gpu-extender-deletion-costs");
@@ -72,9 +77,13 @@ TEST_CASE("lease: a holder that stops renewing (a crash) is taken over once the 
   const json before = api.lease("gpu-extender", "gpu-extender-deletion-costs");
   REQUIRE(before["spec"]["holderIdentity"] == "replica-a");
   kube::LeaseElector b(client_for(api), fast("replica-b"));
+  const size_t requests_before = api.seen_tokens().size();
   b.start();
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  CHECK_FALSE(b.leader());  // within the lease's duration, a still holds it
+  // b has read the lease (its first request) while the lease is still a's: it must not take it.
+  REQUIRE(eventually([&] { return api.seen_tokens().size() > requests_before; }));
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (now < test_support::lease_expiry(api, kNs, kLease)) CHECK_FALSE(b.leader());
+  else WARN("the machine was too slow to see b try within the lease's duration");
   REQUIRE(eventually([&] { return b.leader(); }));
   const json after = api.lease("gpu-extender", "gpu-extender-deletion-costs");
   CHECK(after["spec"]["holderIdentity"] == "replica-b");

@@ -188,16 +188,16 @@ TEST_CASE("bounds: 128 idle and 64 half-sent connections do not starve /filter o
   const std::string body = test_support::sample("filter-gpu-full.json");
   std::vector<std::unique_ptr<SlowRequest>> half_sent;
   for (int i = 0; i < 64; ++i) half_sent.push_back(std::make_unique<SlowRequest>(p.port(), body));
-  // Every connection has its own thread once the server has accepted them all.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (proc_status_value(p.pid(), "Threads") < threads_before + 150 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // Every connection has its own thread once the server has accepted them all: the precondition of
+  // the test (the workers are all taken by connections that send nothing useful).
+  REQUIRE(test_support::eventually([&] { return proc_status_value(p.pid(), "Threads") >= threads_before + 150; }));
   const long threads_held = proc_status_value(p.pid(), "Threads");
   const long rss_held = proc_status_value(p.pid(), "VmRSS");
 
   httplib::Client client("127.0.0.1", p.port());
-  client.set_read_timeout(std::chrono::seconds(1));  // the bound: answered within a second, or failed
-  client.set_connection_timeout(std::chrono::seconds(1));
+  // Answered at all is the criterion (a starved server never answers); how fast is bench/'s business.
+  client.set_read_timeout(std::chrono::seconds(30));
+  client.set_connection_timeout(std::chrono::seconds(30));
   auto filter = client.Post("/filter", body, "application/json");
   REQUIRE(filter);
   CHECK(filter->status == 200);

@@ -4,15 +4,20 @@
 
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 namespace test_support {
 
+// Every series of /metrics; a failed scrape throws (a test reading 0 from a server that did not
+// answer would pass its "== 0" checks).
 inline std::map<std::string, double> scrape(int port) {
   httplib::Client client("127.0.0.1", port);
   auto res = client.Get("/metrics");
   std::map<std::string, double> series;
-  if (!res || res->status != 200) return series;
+  if (!res || res->status != 200)
+    throw std::runtime_error("scrape of 127.0.0.1:" + std::to_string(port) + "/metrics failed" +
+                             (res ? ": HTTP " + std::to_string(res->status) : std::string(": no answer")));
   std::istringstream lines(res->body);
   for (std::string line; std::getline(lines, line);) {
     if (line.empty() || line[0] == '#') continue;
@@ -22,9 +27,12 @@ inline std::map<std::string, double> scrape(int port) {
   return series;
 }
 
+// The value of one series; a series that is not there throws (a renamed series must fail its test,
+// not read as 0).
 inline double value_of(const std::map<std::string, double>& series, const std::string& name) {
   auto it = series.find(name);
-  return it == series.end() ? 0.0 : it->second;
+  if (it == series.end()) throw std::runtime_error("no series " + name + " in /metrics");
+  return it->second;
 }
 
 }  // namespace test_support
