@@ -148,16 +148,37 @@ TEST_CASE("http: generated 100-node clusters, full and names mode, GPU and aaa p
     REQUIRE(res->status == 200);
     check_filter_answer(body, res->body);
     const json out = json::parse(res->body);
-    // Every 10 nodes hold one with bbb: none of them may pass.
-    for (const auto& node : out["Nodes"]["items"])
-      CHECK_FALSE(node["status"]["allocatable"].contains("custom.resource/bbb"));
+    // The nodes that must pass, read from the request by the design document's rules (no usage is
+    // known): never one with bbb (every 10 nodes hold one); the GPU pod's A100, 40960 MiB, 2 GPUs;
+    // the aaa pod's aaa.
+    std::set<std::string> expected;
+    const json request = json::parse(body);  // kept: a range-for over a temporary's member dangles
+    for (const auto& node : request["Nodes"]["items"]) {
+      const json& labels = node["metadata"]["labels"];
+      const json& allocatable = node["status"]["allocatable"];
+      if (allocatable.contains("custom.resource/bbb")) continue;
+      if (pod == "gpu" && !(labels.value("gpu.nvidia.com/model", "") == "A100" &&
+                            std::stoi(labels.value("gpu.nvidia.com/memory", "0")) >= 40960 &&
+                            std::stoi(labels.value("gpu.nvidia.com/count", "0")) >= 2))
+        continue;
+      if (pod == "aaa" && !allocatable.contains("custom.resource/aaa")) continue;
+      expected.insert(node["metadata"]["name"].get<std::string>());
+    }
+    REQUIRE_FALSE(expected.empty());  // the generated cluster holds nodes for every kind of pod
+    CHECK(out["NodeNames"].get<std::set<std::string>>() == expected);
 
     res = post(p, "/prioritize", body);
     REQUIRE(res);
     REQUIRE(res->status == 200);
     const json scores = json::parse(res->body);
     CHECK(scores.size() == 100);
-    for (const auto& s : scores) CHECK((s["Score"] >= 0 && s["Score"] <= 10));
+    size_t scored = 0;
+    for (const auto& s : scores) {
+      CHECK((s["Score"] >= 0 && s["Score"] <= 10));
+      if (!expected.count(s["Host"].get<std::string>())) CHECK(s["Score"] == 0);  // refused nodes score 0
+      scored += s["Score"] > 0;
+    }
+    if (pod != "plain") CHECK(scored > 0);  // a GPU or aaa pod gets an opinion; a plain pod a neutral 0
   }
 }
 
@@ -271,10 +292,12 @@ TEST_CASE("http: /prioritize gives 0 to nodes its filter refuses, and scores the
   for (const auto& host : json::parse(res->body)) score[host["Host"]] = host["Score"];
   for (const char* refused : {"a100-1g", "a100-20g-4g", "v100-8g", "t4-4g", "a100-4g-bbb", "cpu-only"})
     CHECK(score.at(refused) == 0);
-  // The three that pass, as /explain ranks them.
-  CHECK(score.at("a100-80g-4g") == 9);
-  CHECK(score.at("a100-2g") == 8);
-  CHECK(score.at("a100-8g") == 6);
+  // The three that pass, scored by the README's formulas from the sample's own nodes.
+  const json request = json::parse(test_support::sample("filter-gpu-full.json"));
+  const auto expected = test_support::default_policy_scores(request, {"a100-80g-4g", "a100-2g", "a100-8g"});
+  CHECK(score == expected);
+  CHECK(expected.at("a100-80g-4g") > expected.at("a100-2g"));  // raw 86 against 85: still apart
+  CHECK(expected.at("a100-2g") > expected.at("a100-8g"));
 }
 
 TEST_CASE("http: GPU requests that would overflow are too many, not one") {

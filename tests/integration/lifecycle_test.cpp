@@ -11,6 +11,7 @@
 
 #include "../unit/test_support.h"
 #include "extender_process.h"
+#include "http_support.h"
 #include "raw_connection.h"
 #include "metrics_support.h"
 
@@ -98,7 +99,9 @@ TEST_CASE("lifecycle: the policy reloads when its ConfigMap file changes, a bad 
   write_like_configmap(dir, base, 1);
   ExtenderProcess p({"--policy", dir + "/policy.yaml", "--policy-reload-seconds", "1"});
   const auto before = scores(p.port());
-  REQUIRE(before.at("a100-8g") == 6);  // as explain ranks it: 9, 8, 6 for the three that pass
+  // The default policy's scores, derived from the sample's nodes by the README's formulas.
+  REQUIRE(before == test_support::default_policy_scores(json::parse(test_support::sample("filter-gpu-full.json")),
+                                                        {"a100-80g-4g", "a100-2g", "a100-8g"}));
 
   // Idleness only: the 8-GPU node at 10% busy now beats the 2-GPU node at 50%.
   write_like_configmap(dir, "scorers:\n  - name: gpuIdle\n    weight: 1\n", 2);  // other keys: the defaults

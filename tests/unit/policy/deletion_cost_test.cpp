@@ -105,9 +105,11 @@ TEST_CASE("deletion cost: a ReplicaSet scale-down empties more nodes with the co
   std::vector<Replica> replicas;
   for (const auto& c : json::parse(out.str())) replicas.push_back({c["node"], c["cost"], static_cast<int>(replicas.size())});
 
-  // The ReplicaSet controller's order (pkg/controller ActivePodsWithRanks.Less), all pods assigned,
-  // running and ready: lower pod-deletion-cost first, then more replicas on the same node first
-  // ("doubled up"), then (equal ready times and restarts) the newer pod first.
+  // The ReplicaSet controller's order, kubernetes v1.26 pkg/controller/controller_utils.go,
+  // ActivePodsWithRanks.Less: 1. unassigned, 2. pending, 3. not ready before the others (all pods here
+  // are assigned, running and ready, so these tie); 4. lower pod-deletion-cost first; 5. more replicas
+  // of the set on the same node first (the rank: "doubled up"); 6. ready for less time, 7. more
+  // restarts (equal here); 8. the newer pod first.
   auto empty_nodes_after_scale_down = [&](bool with_costs, size_t keep) {
     std::map<std::string, int> on_node;
     for (const auto& r : replicas) ++on_node[r.node];

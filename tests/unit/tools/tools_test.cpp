@@ -28,6 +28,13 @@ std::vector<std::string> placements(const json& result) {
   for (const auto& p : result) nodes.push_back(p["node"].is_null() ? "-" : p["node"].get<std::string>());
   return nodes;
 }
+// The entry of `nodes` (an explanation's) for `name`; null when there is none.
+json node_named(const json& nodes, const std::string& name) {
+  for (const auto& n : nodes)
+    if (n["node"] == name) return n;
+  return nullptr;
+}
+
 }  // namespace
 
 TEST_CASE("simulate: the aaa/bbb experiment of the design document") {
@@ -35,9 +42,11 @@ TEST_CASE("simulate: the aaa/bbb experiment of the design document") {
   const json start = simulate({"--nodes", example("aaa-bbb/nodes.yaml"), "--pods-snapshot", example("aaa-bbb/pods-start.yaml"),
                                "--place", example("aaa-bbb/place.yaml")});
   CHECK(placements(start) == std::vector<std::string>{"master", "master", "worker1", "worker1"});
-  for (const auto& p : start)
-    for (const auto& n : p["explanation"]["nodes"])
-      if (n["node"] == "worker2") CHECK(n["rule"] == "excludedResources");
+  for (const auto& p : start) {
+    const json worker2 = node_named(p["explanation"]["nodes"], "worker2");
+    REQUIRE(worker2.is_object());  // every pod's explanation judges every node
+    CHECK(worker2["rule"] == "excludedResources");
+  }
   // master and worker1 both with 4 in use: worker1 (more aaa) takes the next pod.
   const json tied = simulate({"--nodes", example("aaa-bbb/nodes.yaml"), "--pods-snapshot", example("aaa-bbb/pods-tied.yaml"),
                               "--place", example("aaa-bbb/place.yaml")});
@@ -116,8 +125,9 @@ TEST_CASE("explain and simulate: MIG slices of the mixed strategy, with the prof
   const json placed = simulate({"--nodes", example("gpu-operator/nodes.yaml"), "--place",
                                 example("gpu-operator/mig-place.yaml"), "--policy", policy});
   CHECK(placements(placed) == std::vector<std::string>{"a100-mig-mixed", "a100-mig-mixed", "a100-mig-mixed", "-"});
-  for (const auto& n : placed[3]["explanation"]["nodes"])
-    if (n["node"] == "a100-mig-mixed") CHECK(n["reason"] == "only 0 of 2 nvidia.com/mig-2g.10gb slices free; pod requests 1");
+  const json mixed = node_named(placed[3]["explanation"]["nodes"], "a100-mig-mixed");
+  REQUIRE(mixed.is_object());
+  CHECK(mixed["reason"] == "only 0 of 2 nvidia.com/mig-2g.10gb slices free; pod requests 1");
 }
 
 TEST_CASE("explain and simulate: GPUs shared by memory, placed on devices as the README promises") {
