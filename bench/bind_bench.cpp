@@ -22,6 +22,16 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
+// The extender's own time per /bind, from its request log: what is not the loopback hop.
+std::vector<double> bind_times_logged(const std::string& log) {
+  std::vector<double> out;
+  for (size_t at = log.find("verb=bind"); at != std::string::npos; at = log.find("verb=bind", at + 1)) {
+    const size_t ms = log.find(" ms=", at);
+    if (ms != std::string::npos) out.push_back(std::atof(log.c_str() + ms + 4));
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -96,13 +106,8 @@ int main(int argc, char** argv) {
               bench::percentile(after_filter_ms, 0.9), bench::percentile(after_filter_ms, 0.5) / floor);
   std::printf("  /bind of a pod never seen      %.3f ms (p90 %.3f)  %.2fx direct (GET + POST)\n",
               bench::percentile(cold_ms, 0.5), bench::percentile(cold_ms, 0.9), bench::percentile(cold_ms, 0.5) / floor);
-  // The extender's own time per /bind, from its request log: what is not the loopback hop.
-  std::vector<double> server_ms;
-  const std::string log = extender.log();
-  for (size_t at = log.find("verb=bind"); at != std::string::npos; at = log.find("verb=bind", at + 1)) {
-    const size_t ms = log.find(" ms=", at);
-    if (ms != std::string::npos) server_ms.push_back(std::atof(log.c_str() + ms + 4));
-  }
+  const std::vector<double> server_ms = bind_times_logged(extender.log());
+  if (server_ms.empty()) return std::fprintf(stderr, "no verb=bind line with ms= in the extender's log\n"), 1;
   std::printf("  the extender's own time per /bind (request log), p50 %.3f ms\n", bench::percentile(server_ms, 0.5));
   return 0;
 }

@@ -124,8 +124,7 @@ void FakeApiServer::install_read_routes() {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = pods_.find(req.matches[1].str() + "/" + req.matches[2].str());
     if (it == pods_.end()) {
-      res.status = 404;
-      res.set_content(status(404, "NotFound", "pods \"" + req.matches[2].str() + "\" not found").dump(), "application/json");
+      respond(res, 404, "NotFound", "pods \"" + req.matches[2].str() + "\" not found");
       return;
     }
     res.set_content(it->second.dump(), "application/json");
@@ -133,9 +132,13 @@ void FakeApiServer::install_read_routes() {
 }
 
 bool FakeApiServer::bad_request(httplib::Response& res, const std::string& message) {
-  res.status = 400;
-  res.set_content(status(400, "BadRequest", message).dump(), "application/json");
+  respond(res, 400, "BadRequest", message);
   return false;
+}
+
+void FakeApiServer::respond(httplib::Response& res, int code, const std::string& reason, const std::string& message) {
+  res.status = code;
+  res.set_content(status(code, reason, message).dump(), "application/json");
 }
 
 // Pages are read at the resourceVersion of the first: the continue token names a snapshot taken then
@@ -157,12 +160,8 @@ void FakeApiServer::list(const std::string& resource, const httplib::Request& re
       const std::string token = req.get_param_value("continue");
       auto it = snapshots_.find(token.substr(0, token.find('/')));
       if (it == snapshots_.end() || it->second.rv < compacted_rv_) {
-        res.status = 410;
-        res.set_content(status(410, "Expired",
-                               "The provided continue parameter is too old to display a consistent list result. You "
-                               "can start a new list without the continue parameter.")
-                            .dump(),
-                        "application/json");
+        respond(res, 410, "Expired", "The provided continue parameter is too old to display a consistent list result. You "
+                               "can start a new list without the continue parameter.");
         return;
       }
       snapshot = it->second;

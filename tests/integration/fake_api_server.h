@@ -133,6 +133,8 @@ class FakeApiServer {
   void patch_pod(const httplib::Request& req, httplib::Response& res, const std::string& ns, const std::string& name);
   bool stream_watch(WatchState& w, httplib::DataSink& sink);
   bool bad_request(httplib::Response& res, const std::string& message);
+  // Answers a Status of `code` (kube-apiserver's failure body).
+  static void respond(httplib::Response& res, int code, const std::string& reason, const std::string& message);
   std::pair<int, json> apply_binding(const std::string& ns, const std::string& name, const std::string& uid,
                                      const std::string& node);
   void store_lease(const std::string& key, json lease, httplib::Response& res, int code);

@@ -57,9 +57,7 @@ void FakeApiServer::install_lease_routes() {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = leases_.find(req.matches[1].str() + "/" + req.matches[2].str());
     if (it == leases_.end()) {
-      res.status = 404;
-      res.set_content(status(404, "NotFound", "leases.coordination.k8s.io \"" + req.matches[2].str() + "\" not found").dump(),
-                      "application/json");
+      respond(res, 404, "NotFound", "leases.coordination.k8s.io \"" + req.matches[2].str() + "\" not found");
       return;
     }
     res.set_content(it->second.dump(), "application/json");
@@ -71,8 +69,7 @@ void FakeApiServer::install_lease_routes() {
     std::lock_guard<std::mutex> lock(mutex_);
     const std::string key = req.matches[1].str() + "/" + lease["metadata"].value("name", "");
     if (leases_.count(key)) {
-      res.status = 409;
-      res.set_content(status(409, "AlreadyExists", "leases.coordination.k8s.io already exists").dump(), "application/json");
+      respond(res, 409, "AlreadyExists", "leases.coordination.k8s.io already exists");
       return;
     }
     store_lease(key, lease, res, 201);
@@ -87,21 +84,14 @@ void FakeApiServer::install_lease_routes() {
     if (it == leases_.end()) return store_lease(key, lease, res, 201);  // AllowCreateOnUpdate
     const std::string version = lease["metadata"].value("resourceVersion", "");
     if (version.empty()) {
-      res.status = 422;
-      res.set_content(status(422, "Invalid",
-                             "Lease.coordination.k8s.io \"" + req.matches[2].str() +
-                                 "\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update")
-                          .dump(),
-                      "application/json");
+      respond(res, 422, "Invalid", "Lease.coordination.k8s.io \"" + req.matches[2].str() +
+                                 "\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update");
       return;
     }
     if (version != it->second["metadata"]["resourceVersion"].get<std::string>()) {
-      res.status = 409;
-      res.set_content(status(409, "Conflict",
-                             "Operation cannot be fulfilled on leases.coordination.k8s.io \"" + req.matches[2].str() +
-                                 "\": the object has been modified; please apply your changes to the latest version and try again")
-                          .dump(),
-                      "application/json");
+      respond(res, 409, "Conflict",
+              "Operation cannot be fulfilled on leases.coordination.k8s.io \"" + req.matches[2].str() +
+                  "\": the object has been modified; please apply your changes to the latest version and try again");
       return;
     }
     store_lease(key, lease, res, 200);
@@ -169,9 +159,7 @@ void FakeApiServer::patch_pod(const httplib::Request& req, httplib::Response& re
                               const std::string& name) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (req.get_header_value("Content-Type") != "application/merge-patch+json") {
-    res.status = 415;
-    res.set_content(status(415, "UnsupportedMediaType", "the body of the request was in an unknown format").dump(),
-                    "application/json");
+    respond(res, 415, "UnsupportedMediaType", "the body of the request was in an unknown format");
     return;
   }
   if (fail_patches_ > 0) {
@@ -182,16 +170,13 @@ void FakeApiServer::patch_pod(const httplib::Request& req, httplib::Response& re
   }
   auto it = pods_.find(ns + "/" + name);
   if (it == pods_.end()) {
-    res.status = 404;
-    res.set_content(status(404, "NotFound", "pods \"" + name + "\" not found").dump(), "application/json");
+    respond(res, 404, "NotFound", "pods \"" + name + "\" not found");
     return;
   }
   const json patch = json::parse(req.body);
   json& pod = it->second;
   if (patch.contains("metadata") && patch["metadata"].contains("uid") && patch["metadata"]["uid"] != pod["metadata"]["uid"]) {
-    res.status = 422;
-    res.set_content(status(422, "Invalid", "Pod \"" + name + "\" is invalid: metadata.uid: Invalid value: field is immutable").dump(),
-                    "application/json");
+    respond(res, 422, "Invalid", "Pod \"" + name + "\" is invalid: metadata.uid: Invalid value: field is immutable");
     return;
   }
   json prev = pod;
