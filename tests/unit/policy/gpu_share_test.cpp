@@ -66,6 +66,22 @@ TEST_CASE("share: binpack takes the fullest device that fits, spread the empties
   CHECK(choose_shared_gpu(gpus, 11, Placement::kBinpack) == 2);
   CHECK(choose_shared_gpu(gpus, 4, Placement::kSpread) == 2);
   CHECK(choose_shared_gpu(gpus, 17, Placement::kBinpack) == -1);
+  // Every request size, both placements, against the rule as the test's name states it: among the
+  // devices with room, the least free (binpack) or the most free (spread), the lowest index of those.
+  const std::vector<int64_t> free = {4, 10, 16, 10};
+  for (int64_t want = 1; want <= 17; ++want) {
+    for (const Placement placement : {Placement::kBinpack, Placement::kSpread}) {
+      int expected = -1;
+      for (size_t d = 0; d < free.size(); ++d) {
+        if (free[d] < want) continue;
+        const bool better = expected < 0 || (placement == Placement::kBinpack ? free[d] < free[expected]
+                                                                               : free[d] > free[expected]);
+        if (better) expected = static_cast<int>(d);  // strictly better only: ties keep the lower index
+      }
+      INFO("want " << want << (placement == Placement::kBinpack ? " binpack" : " spread"));
+      CHECK(choose_shared_gpu(gpus, want, placement) == expected);
+    }
+  }
   // assign_shared_gpu counts the memory on the chosen device.
   ResourceAmounts held = share_pod(5).requests;
   CHECK(assign_shared_gpu({&n, &held_now}, Placement::kBinpack, held) == 1);

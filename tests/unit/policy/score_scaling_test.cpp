@@ -129,3 +129,44 @@ TEST_CASE("scaling: when the best distinct values hold few levels, the rest stil
 TEST_CASE("scaling: a NaN raw score counts as 0 instead of breaking the order") {
   CHECK(scaled({100, std::nan(""), 0}) == scaled({100, 0, 0}));
 }
+
+// The ordered rule, stated as a search instead of a walk: over every assignment of scores 0..10 to
+// the distinct raw values that keeps them strictly apart (possible for up to 11 levels), the one
+// closest to round(raw / 10), the best value's distance first, then the next one's, and so on.
+static std::vector<int64_t> closest_strict_assignment(const std::vector<double>& raw) {
+  std::vector<double> levels(raw);
+  std::sort(levels.rbegin(), levels.rend());
+  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+  const size_t k = levels.size();
+  std::vector<int64_t> best_scores;
+  std::vector<int64_t> best_distance;
+  // Every strictly decreasing choice of k scores from 0..10: a bit mask of the scores used.
+  for (uint32_t mask = 0; mask < (1U << 11); ++mask) {
+    if (static_cast<size_t>(__builtin_popcount(mask)) != k) continue;
+    std::vector<int64_t> scores;
+    for (int s = 10; s >= 0; --s)
+      if (mask & (1U << s)) scores.push_back(s);
+    std::vector<int64_t> distance;
+    for (size_t i = 0; i < k; ++i) distance.push_back(std::abs(scores[i] - std::llround(levels[i] / 10)));
+    if (best_scores.empty() || distance < best_distance) {
+      best_scores = scores;
+      best_distance = distance;
+    }
+  }
+  std::vector<int64_t> out;
+  for (double v : raw) out.push_back(best_scores[static_cast<size_t>(std::find(levels.begin(), levels.end(), v) - levels.begin())]);
+  return out;
+}
+
+TEST_CASE("scaling: the same scores as a search over every strictly ordered assignment") {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 2000; ++round) {
+    const size_t distinct = 1 + rng() % 6;
+    std::vector<double> values;
+    for (size_t i = 0; i < distinct; ++i) values.push_back(static_cast<double>(rng() % 1001) / 10.0);  // 0.0..100.0
+    std::vector<double> raw;
+    for (size_t n = 0; n < distinct + rng() % 4; ++n) raw.push_back(values[rng() % values.size()]);
+    INFO("raw " << Catch::Detail::stringify(raw));
+    CHECK(scaled(raw) == closest_strict_assignment(raw));
+  }
+}
