@@ -2,13 +2,17 @@
 // (tests/integration/scheduler_driver.h: filter and prioritize of pod i+1 while pod i binds, the
 // extender binding through a fake API server over TLS) places PODS pods of 1 GPU on NODES A100 nodes
 // of 8 GPUs, in full mode and in names mode. Prints pods/s, the time the extender adds to one
-// scheduling cycle (its /filter + /prioritize round trips as the driver sees them), and /bind.
+// scheduling cycle (its /filter + /prioritize round trips as the driver sees them), and /bind; the
+// extender process's CPU per placed pod (/proc), and what it asked of the API server per placed pod.
 // Usage: [PERCENTAGE=P] scheduler_bench [NODES [PODS [names|full]]]   (default 500 nodes, 500 pods, both modes)
 // Stops with exit 1 when any pod is not placed or the extender's log lacks a figure.
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <iterator>
+#include <unistd.h>
+#include <sstream>
 
 #include "../tests/integration/extender_process.h"
 #include "../tests/integration/fake_api_server.h"
@@ -16,6 +20,38 @@
 #include "bench_support.h"
 
 using nlohmann::json;
+
+namespace {
+
+// User + system CPU seconds of process `pid` so far (/proc/PID/stat fields 14 and 15).
+double cpu_seconds(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  std::istringstream fields(text.substr(text.rfind(')') + 2));  // after "pid (comm) "
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i)
+    if (i >= 14) ticks += std::stod(field);
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// What the extender asked of the API server while the pods were placed, per placed pod.
+void print_traffic(const test_support::FakeApiServer::Traffic& before, const test_support::FakeApiServer::Traffic& after,
+                   size_t placed) {
+  const double n = static_cast<double>(placed);
+  std::printf("  asked of the API server per placed pod:");
+  for (const auto& [kind, count] : after.requests) {
+    const auto was = before.requests.count(kind) ? before.requests.at(kind) : 0;
+    if (count > was) std::printf(" %s %.2f,", kind.c_str(), static_cast<double>(count - was) / n);
+  }
+  std::printf(" TCP connections opened %.3f, bytes in %.0f, out %.0f, watch events %.2f\n",
+              static_cast<double>(after.connections - before.connections) / n,
+              static_cast<double>(after.bytes_in - before.bytes_in) / n,
+              static_cast<double>(after.bytes_out - before.bytes_out) / n,
+              static_cast<double>(after.watch_events - before.watch_events) / n);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   const int nodes = argc > 1 ? std::atoi(argv[1]) : 500;
@@ -43,7 +79,11 @@ int main(int argc, char** argv) {
     // kube-scheduler's adaptive default (230 of 500 nodes, 500 of 5,000).
     if (const char* percentage = std::getenv("PERCENTAGE")) options.percentage_of_nodes_to_score = std::atoi(percentage);
     test_support::SchedulerDriver driver(api, extender.port(), options);
+    const test_support::FakeApiServer::Traffic traffic_before = api.traffic();
+    const double cpu_before = cpu_seconds(extender.pid());
     const auto placements = driver.schedule(batch);
+    const double cpu_spent = cpu_seconds(extender.pid()) - cpu_before;
+    const test_support::FakeApiServer::Traffic traffic_after = api.traffic();
     size_t placed = 0;
     for (const auto& p : placements) placed += p.error.empty();
     // Pods/s over pods that failed would be the speed of failing: every pod must be placed.
@@ -60,6 +100,9 @@ int main(int argc, char** argv) {
                 names_mode ? "names" : "full", nodes, pods, placed, pods / t.seconds, per_pod_ms);
     std::printf("  extender per cycle (filter + prioritize round trips): p50 %.3f ms, p90 %.3f ms\n", extender_p50,
                 bench::percentile(t.extender_ms, 0.9));
+    std::printf("  the extender's CPU (user + system, /proc): %.2f s, %.3f ms per placed pod\n", cpu_spent,
+                cpu_spent * 1000.0 / static_cast<double>(placed));
+    print_traffic(traffic_before, traffic_after, placed);
     std::printf("  filter p50 %.3f ms, prioritize p50 %.3f ms, bind p50 %.3f ms (off the cycle)\n",
                 bench::percentile(t.filter_ms, 0.5), bench::percentile(t.prioritize_ms, 0.5),
                 bench::percentile(t.bind_ms, 0.5));

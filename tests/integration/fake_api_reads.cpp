@@ -238,7 +238,9 @@ bool FakeApiServer::stream_watch(WatchState& w, httplib::DataSink& sink) {
     if (e.rv <= w.position || e.resource != w.resource) continue;
     w.position = e.rv;
     const json event = watch_event_for(w.resource, e, w.terms);
-    if (!event.is_null()) out += event.dump() + "\n";
+    if (event.is_null()) continue;
+    out += event.dump() + "\n";
+    ++traffic_.watch_events;
   }
   if (bookmark_generation_ != w.bookmark_at) {
     w.bookmark_at = bookmark_generation_;
@@ -248,6 +250,7 @@ bool FakeApiServer::stream_watch(WatchState& w, httplib::DataSink& sink) {
       ++bookmarks_sent_;
     }
   }
+  traffic_.bytes_out += out.size();
   const size_t split = split_watch_lines_ && out.size() > 1 ? out.size() / 2 : 0;
   lock.unlock();
   if (split > 0) {

@@ -69,6 +69,7 @@ FakeApiServer::FakeApiServer()
   server_.set_tcp_nodelay(true);  // as Go's net package does on every TCP connection
   // Go's server keeps a connection for any number of requests; cpp-httplib closes it after 5.
   server_.set_keep_alive_max_count(1000000);
+  server_.set_logger([this](const httplib::Request& req, const httplib::Response& res) { count(req, res); });
   install_read_routes();
   install_write_routes();
   install_lease_routes();
@@ -251,6 +252,27 @@ void FakeApiServer::send_bookmarks() {
   std::lock_guard<std::mutex> lock(mutex_);
   ++bookmark_generation_;
   changed_.notify_all();
+}
+// The kind a request is about: the path's last segment that is not a name (pods, nodes, binding,
+// leases), with "?watch" for a watch.
+void FakeApiServer::count(const httplib::Request& req, const httplib::Response& res) {
+  std::string path = req.path;
+  std::string kind;
+  for (const char* k : {"binding", "leases", "pods", "nodes"})
+    if (path.find(std::string("/") + k) != std::string::npos) {
+      kind = k;
+      break;
+    }
+  if (req.get_param_value("watch") == "1" || req.get_param_value("watch") == "true") kind += "?watch";
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++traffic_.requests[req.method + " " + kind];
+  if (client_ports_.insert(req.remote_port).second) ++traffic_.connections;
+  traffic_.bytes_in += req.body.size();
+  traffic_.bytes_out += res.body.size();
+}
+FakeApiServer::Traffic FakeApiServer::traffic() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return traffic_;
 }
 int FakeApiServer::bookmarks_sent() const {
   std::lock_guard<std::mutex> lock(mutex_);

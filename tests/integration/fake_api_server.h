@@ -89,6 +89,14 @@ class FakeApiServer {
   struct Binding {
     std::string ns, name, uid, node;
   };
+  // What clients asked of this server: requests by "METHOD resource" (resource: the last path segment
+  // naming a kind, e.g. "GET pods", "POST binding", "GET pods?watch"), TCP connections (distinct client
+  // ports), bytes of request and answer bodies (watch streams included), watch events written.
+  struct Traffic {
+    std::map<std::string, uint64_t> requests;
+    uint64_t connections = 0, bytes_in = 0, bytes_out = 0, watch_events = 0;
+  };
+  Traffic traffic() const;
   // A Binding as kube-scheduler's default binder posts it, from the test's side: "" when bound, else
   // the Status message the API server would answer.
   std::string bind_pod(const std::string& ns, const std::string& name, const std::string& uid, const std::string& node);
@@ -132,6 +140,7 @@ class FakeApiServer {
   void bind(const httplib::Request& req, httplib::Response& res, const std::string& ns, const std::string& name);
   void patch_pod(const httplib::Request& req, httplib::Response& res, const std::string& ns, const std::string& name);
   bool stream_watch(WatchState& w, httplib::DataSink& sink);
+  void count(const httplib::Request& req, const httplib::Response& res);
   bool bad_request(httplib::Response& res, const std::string& message);
   // Answers a Status of `code` (kube-apiserver's failure body).
   static void respond(httplib::Response& res, int code, const std::string& reason, const std::string& message);
@@ -169,6 +178,8 @@ class FakeApiServer {
   bool split_watch_lines_ = false;
   bool hold_lists_ = false;
   int bookmarks_sent_ = 0;
+  Traffic traffic_;
+  std::set<int> client_ports_;
   std::map<std::string, ListSnapshot> snapshots_;  // by continue-token id
   uint64_t next_snapshot_ = 0;
   std::atomic<bool> stopping_{false};
