@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
+#include <unordered_set>
 
 namespace test_support {
 namespace {
@@ -141,9 +142,8 @@ void SchedulerDriver::load_cluster() {
   }
 }
 
-bool SchedulerDriver::fits(const json& pod, const NodeState& state) const {
-  for (const char* r : kCounted) {
-    const int64_t want = pod_request(pod, r);
+bool SchedulerDriver::fits(const std::map<std::string, int64_t>& wants, const NodeState& state) const {
+  for (const auto& [r, want] : wants) {
     if (want == 0) continue;
     const auto alloc = state.allocatable.find(r);
     const auto used = state.requested.find(r);
@@ -157,11 +157,13 @@ bool SchedulerDriver::fits(const json& pod, const NodeState& state) const {
 std::vector<std::string> SchedulerDriver::own_filter(const json& pod) {
   const size_t all = node_order_.size();
   const size_t wanted = feasible_nodes_to_find(all, options_.percentage_of_nodes_to_score);
+  std::map<std::string, int64_t> wants;  // read once a cycle, as the scheduler's PreFilter does
+  for (const char* r : kCounted) wants[r] = pod_request(pod, r);
   std::vector<std::string> out;
   size_t processed = 0;
   for (; processed < all && out.size() < wanted; ++processed) {
     const std::string& name = node_order_[(next_start_node_ + processed) % all];
-    if (fits(pod, nodes_.at(name))) out.push_back(name);
+    if (fits(wants, nodes_.at(name))) out.push_back(name);
   }
   if (all > 0) next_start_node_ = (next_start_node_ + processed) % all;
   return out;
@@ -244,8 +246,9 @@ bool SchedulerDriver::extender_filter(const json& pod, std::vector<std::string>&
   // each of which must be a node it was sent.
   std::vector<std::string> kept;
   if (options_.node_cache_capable && filtered["NodeNames"].is_array()) {
+    const std::unordered_set<std::string> sent(feasible.begin(), feasible.end());  // fromNodeName
     for (const auto& n : filtered["NodeNames"]) {
-      if (std::find(feasible.begin(), feasible.end(), n.get<std::string>()) == feasible.end()) {
+      if (!sent.count(n.get<std::string>())) {
         placement.error = "filter: extender claims a filtered node \"" + n.get<std::string>() +
                           "\" which is not found in the input node list";
         return false;

@@ -98,7 +98,7 @@ class SchedulerDriver {
   void count(const json& pod, NodeState& node, int sign);
   // findNodesThatPassFilters: the nodes that fit, from where the last search stopped.
   std::vector<std::string> own_filter(const json& pod);
-  bool fits(const json& pod, const NodeState& node) const;
+  bool fits(const std::map<std::string, int64_t>& wants, const NodeState& node) const;
   bool interested(const json& pod) const;
   json extender_args(const json& pod, const std::vector<std::string>& nodes) const;
   // The extender's /filter: false (with placement.error) when the cycle fails; `feasible` is what it kept.
