@@ -94,12 +94,13 @@ Wiring::Wiring(const CliOptions& options) : options_(options), policies_(std::ma
   kube_ = connect_usage(options, *policy, parts);
   if (!options.prometheus_url.empty()) {
     // The query is read from the policy in force at each period, so a reload changes it.
+    const GpuUtilizationSource::Options u = utilization_options(options);
     utilization_ = std::make_shared<GpuUtilizationSource>(
-        utilization_options(options), [p = policies_] { return p->current()->config().gpu_utilization_query; });
+        u, [p = policies_] { return p->current()->config().gpu_utilization_query; });
     parts.utilization = utilization_;
     spdlog::info("GPU utilisation: {} every {}s, stale after {}s", options.prometheus_url,
                  options.prometheus_period_seconds,
-                 std::chrono::duration_cast<std::chrono::seconds>(utilization_options(options).stale_after).count());
+                 std::chrono::duration_cast<std::chrono::seconds>(u.stale_after).count());
   }
   spdlog::info("policy: {}; filters: {}; scorers: {}", policy->config().source, policy->config().filters.size(),
                policy->config().scorers.size());

@@ -23,6 +23,9 @@ using EvpKeyHandle = std::unique_ptr<EVP_PKEY, OpenSslFree<EVP_PKEY, EVP_PKEY_fr
 using X509StoreHandle = std::unique_ptr<X509_STORE, OpenSslFree<X509_STORE, X509_STORE_free>>;
 using SslContextHandle = std::unique_ptr<SSL_CTX, OpenSslFree<SSL_CTX, SSL_CTX_free>>;
 using SslHandle = std::unique_ptr<SSL, OpenSslFree<SSL, SSL_free>>;
+// A certificate chain: freeing it frees the certificates it holds.
+inline void free_x509_stack(STACK_OF(X509) * stack) { sk_X509_pop_free(stack, X509_free); }
+using X509StackHandle = std::unique_ptr<STACK_OF(X509), OpenSslFree<STACK_OF(X509), free_x509_stack>>;
 
 // A read-only memory BIO over `bytes` (which must outlive it).
 inline BioHandle memory_bio(std::string_view bytes) {

@@ -16,9 +16,7 @@ std::string read_all(const std::string& path) { return read_file_text(path).valu
 
 struct TlsCertificates::Pair {
   X509Handle leaf;
-  std::unique_ptr<STACK_OF(X509), void (*)(STACK_OF(X509)*)> chain{sk_X509_new_null(), [](STACK_OF(X509)* s) {
-                                                                      sk_X509_pop_free(s, X509_free);
-                                                                    }};
+  X509StackHandle chain{sk_X509_new_null()};
   EvpKeyHandle key;
   std::string fingerprint;
 };

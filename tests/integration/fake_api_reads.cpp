@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
-#include <stdexcept>
 #include <thread>
 
 #include "fake_api_server.h"
@@ -14,8 +13,8 @@ namespace {
 
 // The field selectors kube-apiserver accepts, by kind (pkg/registry/core/pod/strategy.go
 // ToSelectableFields, pkg/registry/core/node/strategy.go NodeToSelectableFields), and each field's
-// value in an object ("" when absent).
-std::string field_of(const std::string& resource, const json& object, const std::string& field) {
+// value in an object ("" when absent); nullopt for a field the kind does not support.
+std::optional<std::string> field_of(const std::string& resource, const json& object, const std::string& field) {
   auto at = [&](const char* part, const char* key) {
     return object.contains(part) && object[part].is_object() ? object[part].value(key, std::string()) : std::string();
   };
@@ -30,18 +29,9 @@ std::string field_of(const std::string& resource, const json& object, const std:
     if (field == "status.podIP") return at("status", "podIP");
     if (field == "status.nominatedNodeName") return at("status", "nominatedNodeName");
   } else if (field == "spec.unschedulable") {
-    return object.contains("spec") && object["spec"].value("unschedulable", false) ? "true" : "false";
+    return std::string(object.contains("spec") && object["spec"].value("unschedulable", false) ? "true" : "false");
   }
-  throw std::invalid_argument("field label not supported: " + field);
-}
-
-bool is_supported(const std::string& resource, const std::string& field) {
-  try {
-    field_of(resource, json::object(), field);
-    return true;
-  } catch (const std::invalid_argument&) {
-    return false;
-  }
+  return std::nullopt;
 }
 
 // Parses `selector` for `resource`; an empty optional with `error` set when the real server answers 400.
@@ -62,7 +52,7 @@ std::optional<std::vector<FieldTerm>> parse_selector(const std::string& resource
     t.negated = term[op - 1] == '!';
     t.field = term.substr(0, t.negated ? op - 1 : op);
     t.value = term.substr(op + (term.compare(op, 2, "==") == 0 ? 2 : 1));
-    if (!is_supported(resource, t.field)) {
+    if (!field_of(resource, json::object(), t.field)) {
       error = "field label not supported: " + t.field;
       return std::nullopt;
     }
@@ -73,7 +63,7 @@ std::optional<std::vector<FieldTerm>> parse_selector(const std::string& resource
 
 bool selected(const std::string& resource, const json& object, const std::vector<FieldTerm>& terms) {
   for (const FieldTerm& t : terms)
-    if ((field_of(resource, object, t.field) == t.value) == t.negated) return false;
+    if ((*field_of(resource, object, t.field) == t.value) == t.negated) return false;
   return true;
 }
 

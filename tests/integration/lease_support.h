@@ -20,14 +20,15 @@ inline double micro_time_seconds(const std::string& t) {
   return static_cast<double>(timegm(&tm)) + fraction;
 }
 
-// The holder has renewed the lease for longer than it lasts (its own renewTime and acquireTime say so):
-// a rival had every chance to take it had the holder stopped renewing.
-inline bool renewed_past_duration(const FakeApiServer& api, const std::string& ns, const std::string& name) {
+// The holder has renewed the lease for longer than `times` its duration (its own renewTime and
+// acquireTime say so): a rival had every chance to take it had the holder stopped renewing.
+inline bool renewed_past_duration(const FakeApiServer& api, const std::string& ns, const std::string& name,
+                                  double times = 1) {
   const json lease = api.lease(ns, name);
   if (lease.is_null()) return false;
   const json& spec = lease["spec"];
   return micro_time_seconds(spec["renewTime"]) - micro_time_seconds(spec["acquireTime"]) >
-         spec["leaseDurationSeconds"].get<double>();
+         times * spec["leaseDurationSeconds"].get<double>();
 }
 
 // When the lease, as last renewed, expires (seconds since the epoch).
