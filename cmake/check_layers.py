@@ -23,9 +23,9 @@ LAYERS = {  # folder: the folders it may use, besides itself
 PUBLIC = {  # include/gpu_extender/<header>.h: its layer
     "common": ["build_info", "status", "node_view", "pod_request", "quantity", "resources", "verdict", "view_schema"],
     "wire": ["wire", "wire_encode"],
-    "policy": ["deletion_cost", "explain", "gpu_share", "policy", "policy_config", "policy_holder", "score_scaling"],
+    "policy": ["deletion_cost", "explain", "gpu_share", "group_plan", "policy", "policy_config", "policy_holder", "score_scaling"],
     "usage": ["gpu_utilization", "usage_source"],
-    "kube": ["binder", "cluster_view", "kube_config", "kube_connection", "node_source"],
+    "kube": ["binder", "cluster_view", "group_book", "kube_config", "kube_connection", "node_source"],
     "server": ["extender_service"],
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -86,6 +86,7 @@ class ClusterView final : public UsageSource, public NodeSource {
     std::string node;
     ResourceAmounts requests;
     std::shared_ptr<const CostedPod> costed;  // for pod deletion costs; null when costs do not follow it
+    std::string group{};  // "namespace/name" of its pod group, "" outside groups
   };
   void replace_pods(const std::vector<BoundPod>& pods);
   void mark_nodes_synced();
@@ -105,6 +106,14 @@ class ClusterView final : public UsageSource, public NodeSource {
   size_t prune_pending(Clock::time_point now = Clock::now());
   static constexpr size_t kMaxPending = 4096;
 
+  // --- pod groups (group_book.h) ---
+  // Room held for a group's members still to place: counted on `node` like a pod, under `key`, until
+  // released.
+  void hold(const std::string& key, const std::string& node, const ResourceAmounts& requests);
+  void release_hold(std::string_view key);
+  // The bound members of group `group` ("namespace/name") as the watch shows them: uid and node.
+  std::vector<std::pair<std::string, std::string>> group_members(std::string_view group) const;
+
   // --- read by requests ---
   std::optional<ResourceAmounts> used_on(std::string_view node) const override;
   std::string describe() const override;
@@ -121,7 +130,7 @@ class ClusterView final : public UsageSource, public NodeSource {
   std::optional<std::pair<std::string, ResourceAmounts>> pod_usage(std::string_view uid) const;
 
   struct Stats {
-    size_t nodes = 0, pods = 0, assumed = 0, pending = 0;
+    size_t nodes = 0, pods = 0, assumed = 0, pending = 0, holds = 0;
     size_t node_entries = 0;  // nodes plus deleted nodes that still have pods on them
     double seconds_since_event = -1;  // -1: no event yet
   };
@@ -154,6 +163,7 @@ class ClusterView final : public UsageSource, public NodeSource {
     std::string node;
     ResourceAmounts requests;
     std::shared_ptr<const CostedPod> costed;
+    std::string group;
   };
   struct Assumed {
     std::string node;
@@ -180,12 +190,22 @@ class ClusterView final : public UsageSource, public NodeSource {
   void erase_if_unused(NodeMap::iterator it);
   void reindex_if_names_changed();  // at the end of every writer that may add or erase entries
   void forget_assumed(std::string_view uid);
+  void add_pod(const std::string& uid, PodEntry entry);  // counted on its node, and in its group
+  void erase_pod(std::string_view uid);
 
   mutable std::shared_mutex mutex_;
   NodeMap nodes_;
   size_t node_objects_ = 0;
   std::unordered_map<std::string, PodEntry, StringHash, std::equal_to<>> pods_;  // by uid, bound and running
   std::unordered_map<std::string, Assumed, StringHash, std::equal_to<>> assumed_;  // by uid
+  struct Held {
+    std::string node;
+    ResourceAmounts requests;
+  };
+  std::unordered_map<std::string, Held, StringHash, std::equal_to<>> holds_;  // by key
+  // Per group, its bound members: uid -> node.
+  using Members = std::unordered_map<std::string, std::string, StringHash, std::equal_to<>>;
+  std::unordered_map<std::string, Members, StringHash, std::equal_to<>> groups_;
   struct Pending {
     PendingPod pod;
     Clock::time_point seen;

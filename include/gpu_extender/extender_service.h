@@ -37,13 +37,14 @@ std::string_view bind_result_name(BindResult result);  // bound, failed, refused
 
 // Why an error was answered inside a 200 (the protocol's Error field), for
 // gpu_extender_answer_errors_total{cause}: kube-scheduler only logs it.
-enum class AnswerError : uint8_t { kNone, kNoNodeCache, kBindNoApi, kBindRefused, kBindFailed };
-inline constexpr std::array kAnswerErrors{AnswerError::kNoNodeCache, AnswerError::kBindNoApi,
-                                          AnswerError::kBindRefused, AnswerError::kBindFailed};
+enum class AnswerError : uint8_t { kNone, kNoNodeCache, kGroupNoClusterView, kBindNoApi, kBindRefused, kBindFailed };
+inline constexpr std::array kAnswerErrors{AnswerError::kNoNodeCache, AnswerError::kGroupNoClusterView,
+                                          AnswerError::kBindNoApi, AnswerError::kBindRefused, AnswerError::kBindFailed};
 std::string_view answer_error_name(AnswerError cause);  // no_node_cache, bind_no_api, ...
 Verb answer_error_verb(AnswerError cause);              // the verb that answers it
 
 class GpuUtilizationSource;
+class GroupBook;       // gpu_extender/group_book.h
 struct Workspace;      // server/workspace.h: one request's buffers
 class WorkspacePool;   // server/workspace.h
 class BindTracker;     // server/bind_tracker.h
@@ -55,6 +56,8 @@ struct ServiceParts {
   std::shared_ptr<const UsageSource> usage;  // none, a pods snapshot, or the cluster view
   std::shared_ptr<ClusterView> cluster;      // the API watch: node cache, pod view, assumed pods
   std::shared_ptr<Binder> binder;
+  // Pod groups (distributed jobs): their plans and held room; with the cluster view only.
+  std::shared_ptr<GroupBook> groups{};
   // /bind binds only pods whose spec.schedulerName is one of these.
   std::vector<std::string> scheduler_names{"gpu-scheduler"};
   // How long /filter and /prioritize wait for the /bind of a pod scored before (see BindTracker).

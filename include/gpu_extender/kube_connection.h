@@ -1,7 +1,7 @@
 #pragma once
 // Everything the extender does with the Kubernetes API, wired together: the API client, the cluster
 // view fed by two reflectors (pods on nodes, nodes), the binder, and a housekeeping thread that ends
-// expired pod assumptions and logs when the view goes stale.
+// expired pod assumptions and groups' held room, and logs when the view goes stale.
 //
 // Thread-safe: start() and stop() from the main thread; the rest is read by request threads.
 #include <functional>
@@ -13,6 +13,7 @@
 
 #include "gpu_extender/binder.h"
 #include "gpu_extender/cluster_view.h"
+#include "gpu_extender/group_book.h"
 #include "gpu_extender/kube_config.h"
 #include "gpu_extender/policy_holder.h"
 
@@ -51,6 +52,7 @@ struct KubeOptions {
   std::chrono::milliseconds assume_ttl{30000};
   std::chrono::seconds watch_timeout{300};
   std::chrono::seconds stale_after{120};  // no event or bookmark for this long: log that the view is stale
+  std::chrono::milliseconds group_ttl{120000};  // room held for a group, after its last member was seen
 };
 
 class KubeConnection {
@@ -63,6 +65,7 @@ class KubeConnection {
 
   std::shared_ptr<ClusterView> view() const { return view_; }
   std::shared_ptr<Binder> binder() const { return binder_; }
+  std::shared_ptr<GroupBook> groups() const { return groups_; }
   const ApiEndpoint& endpoint() const;
   // Counters of the two reflectors, for /metrics.
   std::vector<WatchCounts> watch_counts() const;
@@ -74,6 +77,7 @@ class KubeConnection {
   std::shared_ptr<kube::ApiClient> api_;
   std::shared_ptr<ClusterView> view_;
   std::shared_ptr<Binder> binder_;
+  std::shared_ptr<GroupBook> groups_;
   std::vector<std::unique_ptr<kube::Reflector>> reflectors_;
   std::unique_ptr<kube::LeaseElector> elector_;
   std::unique_ptr<kube::DeletionCostKeeper> cost_keeper_;

@@ -26,6 +26,7 @@ class CachedNode {
   CachedNode() = default;
   std::string name_, model_, memory_, count_, family_, replicas_, utilization_;
   std::array<std::string, kMaxMigProfiles> mig_count_, mig_memory_;
+  std::array<std::string, kMaxTopologyLevels> topology_;
   NodeView view_;
 };
 

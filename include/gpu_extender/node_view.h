@@ -28,6 +28,9 @@ struct NodeView {
   std::optional<std::string_view> gpu_utilization;  // annotation, fraction 0..1
   // MIG mixed strategy, by profile (ViewSchema::mig_*): slices the node has, MiB of one slice.
   std::array<std::optional<std::string_view>, kMaxMigProfiles> mig_count, mig_memory;
+  // Network topology, by level of ViewSchema::node_topology_labels (top first): the node's label value
+  // there, when it carries one. A domain is the path of these values from the top (topology.h).
+  std::array<std::optional<std::string_view>, kMaxTopologyLevels> topology;
   // Which of the schema's labels each fact above came from (an index into node_gpu_*_labels).
   uint8_t gpu_model_label = 0, gpu_memory_label = 0, gpu_count_label = 0, gpu_family_label = 0, gpu_replicas_label = 0;
 

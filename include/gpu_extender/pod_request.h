@@ -43,6 +43,16 @@ struct PodFacts {
   bool operator==(const PodFacts&) const = default;
 };
 
+// What a pod says of the group it belongs to (ViewSchema's group keys), as written: parsed and checked
+// by group_plan.h (a bad value refuses the pod with a reason, as a bad GPU annotation does).
+struct PodGroupRef {
+  std::optional<std::string_view> name;  // the group, within the pod's namespace
+  std::optional<std::string_view> size;  // how many pods it has in all
+  std::optional<std::string_view> required_topology, preferred_topology;  // a level's label
+  std::string_view size_key, required_key, preferred_key;  // which annotation each came from
+  bool member() const { return name && !name->empty(); }
+};
+
 // A pod as the decoders read it: who it is and where it stands, and its facts.
 struct PodRequest : PodFacts {
   std::string_view name;
@@ -58,6 +68,7 @@ struct PodRequest : PodFacts {
   std::optional<int> shared_gpu_device;
   // Pod deletion cost (deletion_cost.h): the annotation, and the companion saying the extender wrote it.
   std::optional<std::string_view> deletion_cost, deletion_cost_written;
+  PodGroupRef group;  // not a fact: a group's members are judged as one (group_plan.h), above the rules
 
   const PodFacts& facts() const { return *this; }
   // A pod that finished no longer holds its resources (Kubernetes' scheduler cache drops it too).
@@ -73,10 +84,15 @@ struct PendingPod {
   std::string node_name;       // set when the pod is bound already
   ResourceAmounts requests;
   Placement placement = Placement::kBinpack;  // which device /bind gives its shared GPU memory
+  std::string group{};  // "namespace/name" of its group; "" outside groups
 
   static PendingPod of(const PodRequest& pod) {
     return {std::string(pod.ns),        std::string(pod.name), std::string(pod.uid), std::string(pod.scheduler_name),
-            std::string(pod.node_name), pod.requests,          pod.placement};
+            std::string(pod.node_name), pod.requests,          pod.placement,        group_key_of(pod)};
+  }
+  // "namespace/name" of the pod's group, "" when it is in none.
+  static std::string group_key_of(const PodRequest& pod) {
+    return pod.group.member() ? std::string(pod.ns) + "/" + std::string(*pod.group.name) : std::string();
   }
 };
 

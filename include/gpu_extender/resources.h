@@ -25,6 +25,8 @@ inline constexpr size_t kMaxNamedResources = 4 + kMaxExcludedResources + kMaxMig
 inline constexpr size_t kMaxSharedGpuDevices = 8;
 inline constexpr size_t kMaxTrackedResources = kMaxNamedResources + kMaxSharedGpuDevices;
 constexpr size_t shared_gpu_device_slot(size_t device) { return kMaxNamedResources + device; }
+// Network topology: the levels a policy lists (ViewSchema::node_topology_labels), top to bottom.
+inline constexpr size_t kMaxTopologyLevels = 16;
 
 // Names of the resources a policy tracks. Position 0 is the GPU resource, 1 the packed resource, 2 and
 // 3 the shared GPU memory and count, then the excluded resources, then the MIG profiles (ViewSchema).

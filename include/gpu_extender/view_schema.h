@@ -57,6 +57,31 @@ struct ViewSchema {
   // GPU resource). GFD writes it on every node, 1 where GPUs are not shared.
   std::vector<std::string> node_gpu_replicas_labels{"nvidia.com/gpu.replicas"};
   std::string node_gpu_utilization_annotation = "gpu.nvidia.com/utilization";
+  // Network topology levels, top (broadest) to bottom (closest), at most kMaxTopologyLevels: each a
+  // node label. A node carries the levels of its provider; a domain at a level is the node's value
+  // there with the values of the levels above it that it carries (values are unique only under their
+  // parent). The zone is on top, so no domain spans zones; the hostname at the bottom.
+  std::vector<std::string> node_topology_labels{
+      "topology.kubernetes.io/zone",
+      "topology.k8s.aws/network-node-layer-1", "topology.k8s.aws/network-node-layer-2",
+      "topology.k8s.aws/network-node-layer-3", "topology.k8s.aws/network-node-layer-4",
+      "cloud.google.com/gce-topology-block", "cloud.google.com/gce-topology-subblock",
+      "cloud.google.com/gce-topology-host",
+      "network.topology.nvidia.com/core", "network.topology.nvidia.com/spine",
+      "network.topology.nvidia.com/leaf", "network.topology.nvidia.com/accelerator",
+      "nvidia.com/gpu.clique",
+      "kubernetes.io/hostname"};
+  // Pod groups (distributed jobs, placed whole: group_plan.h). A pod's group is the first of these
+  // annotations it carries, else the first of these labels: ours, then the conventions of Volcano,
+  // scheduler-plugins' coscheduling and Kueue. Its size and topology constraint: the first annotation
+  // of each list. At most kMaxLabelsPerFact names each.
+  std::vector<std::string> pod_group_annotations{"gpu.nvidia.com/group", "scheduling.k8s.io/group-name"};
+  std::vector<std::string> pod_group_labels{"scheduling.x-k8s.io/pod-group", "kueue.x-k8s.io/pod-group-name"};
+  std::vector<std::string> pod_group_size_annotations{"gpu.nvidia.com/group-size", "kueue.x-k8s.io/pod-group-total-count"};
+  std::vector<std::string> pod_required_topology_annotations{"gpu.nvidia.com/required-topology",
+                                                             "kueue.x-k8s.io/podset-required-topology"};
+  std::vector<std::string> pod_preferred_topology_annotations{"gpu.nvidia.com/preferred-topology",
+                                                              "kueue.x-k8s.io/podset-preferred-topology"};
   std::string pod_gpu_model_annotation = "gpu.nvidia.com/model";
   std::string pod_gpu_memory_annotation = "gpu.nvidia.com/memory";
   std::string pod_gpu_family_annotation = "gpu.nvidia.com/family";

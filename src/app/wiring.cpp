@@ -68,9 +68,11 @@ std::unique_ptr<KubeConnection> connect_usage(const CliOptions& options, const P
       throw ConfigurationError("--pods-snapshot and Kubernetes API access exclude each other: the watch is the usage");
     KubeOptions kube_options;
     kube_options.assume_ttl = std::chrono::seconds(options.assume_ttl_seconds);
+    kube_options.group_ttl = std::chrono::seconds(options.group_ttl_seconds);
     auto kube = std::make_unique<KubeConnection>(std::move(*endpoint), policy.schema(), kube_options);
     parts.cluster = kube->view();
     parts.binder = kube->binder();
+    parts.groups = kube->groups();
     spdlog::info("Kubernetes API: {}", kube->endpoint().source);
     return kube;
   }

@@ -24,6 +24,7 @@ std::shared_ptr<const CachedNode> CachedNode::copy_of(const NodeView& decoded) {
     own(decoded.mig_count[k], node->mig_count_[k], node->view_.mig_count[k]);
     own(decoded.mig_memory[k], node->mig_memory_[k], node->view_.mig_memory[k]);
   }
+  for (size_t l = 0; l < kMaxTopologyLevels; ++l) own(decoded.topology[l], node->topology_[l], node->view_.topology[l]);
   return node;
 }
 

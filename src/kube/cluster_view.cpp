@@ -99,6 +99,25 @@ void ClusterView::forget_assumed(std::string_view uid) {
   assumed_.erase(it);
 }
 
+void ClusterView::add_pod(const std::string& uid, PodEntry entry) {
+  add_usage(entry.node, entry.requests, true);
+  if (!entry.group.empty()) groups_[entry.group][uid] = entry.node;
+  pods_.insert_or_assign(uid, std::move(entry));
+}
+
+void ClusterView::erase_pod(std::string_view uid) {
+  auto it = pods_.find(uid);
+  if (it == pods_.end()) return;
+  add_usage(it->second.node, it->second.requests, false);
+  if (!it->second.group.empty()) {
+    if (auto g = groups_.find(it->second.group); g != groups_.end()) {
+      g->second.erase(it->first);
+      if (g->second.empty()) groups_.erase(g);
+    }
+  }
+  pods_.erase(it);
+}
+
 void ClusterView::upsert_pod(const PodRequest& pod) {
   if (pod.uid.empty()) return;
   std::unique_lock lock(mutex_);
@@ -106,25 +125,17 @@ void ClusterView::upsert_pod(const PodRequest& pod) {
   // still unbound (the device annotations /bind writes just before the Binding, a status update)
   // leaves the assumption: the bind is still on its way.
   if (!pod.node_name.empty() || pod.terminated()) forget_assumed(pod.uid);
-  if (auto it = pods_.find(pod.uid); it != pods_.end()) {
-    add_usage(it->second.node, it->second.requests, false);
-    pods_.erase(it);
-  }
-  if (!pod.node_name.empty() && !pod.terminated()) {
-    PodEntry entry{std::string(pod.node_name), pod.requests, cost_details_of(pod)};
-    add_usage(entry.node, entry.requests, true);
-    pods_.emplace(std::string(pod.uid), std::move(entry));
-  }
+  erase_pod(pod.uid);
+  if (!pod.node_name.empty() && !pod.terminated())
+    add_pod(std::string(pod.uid),
+            PodEntry{std::string(pod.node_name), pod.requests, cost_details_of(pod), PendingPod::group_key_of(pod)});
   reindex_if_names_changed();
 }
 
 void ClusterView::delete_pod(std::string_view uid) {
   std::unique_lock lock(mutex_);
   forget_assumed(uid);
-  if (auto it = pods_.find(uid); it != pods_.end()) {
-    add_usage(it->second.node, it->second.requests, false);
-    pods_.erase(it);
-  }
+  erase_pod(uid);
   reindex_if_names_changed();
 }
 
@@ -143,14 +154,14 @@ void ClusterView::replace_nodes(const std::vector<std::shared_ptr<const CachedNo
 void ClusterView::replace_pods(const std::vector<BoundPod>& pods) {
   std::unique_lock lock(mutex_);
   pods_.clear();
+  groups_.clear();
   for (auto& [name, entry] : nodes_) {
     entry.used = ResourceAmounts{};
     changed(entry);
   }
-  for (const BoundPod& pod : pods) {
-    add_usage(pod.node, pod.requests, true);
-    pods_.emplace(pod.uid, PodEntry{pod.node, pod.requests, pod.costed});
-  }
+  for (const BoundPod& pod : pods) add_pod(pod.uid, PodEntry{pod.node, pod.requests, pod.costed, pod.group});
+  // Room held for groups stays counted, as assumed pods do.
+  for (const auto& [key, held] : holds_) add_usage(held.node, held.requests, true);
   // Assumed pods stay counted (the list may predate their binding), unless the list has them now.
   for (auto it = assumed_.begin(); it != assumed_.end();) {
     if (pods_.count(it->first)) {
@@ -196,6 +207,34 @@ void ClusterView::release_assumed(std::string_view uid) {
   std::unique_lock lock(mutex_);
   forget_assumed(uid);
   reindex_if_names_changed();
+}
+
+void ClusterView::hold(const std::string& key, const std::string& node, const ResourceAmounts& requests) {
+  std::unique_lock lock(mutex_);
+  if (auto it = holds_.find(key); it != holds_.end()) {
+    add_usage(it->second.node, it->second.requests, false);
+    holds_.erase(it);
+  }
+  holds_.emplace(key, Held{node, requests});
+  add_usage(node, requests, true);
+  reindex_if_names_changed();
+}
+
+void ClusterView::release_hold(std::string_view key) {
+  std::unique_lock lock(mutex_);
+  auto it = holds_.find(key);
+  if (it == holds_.end()) return;
+  add_usage(it->second.node, it->second.requests, false);
+  holds_.erase(it);
+  reindex_if_names_changed();
+}
+
+std::vector<std::pair<std::string, std::string>> ClusterView::group_members(std::string_view group) const {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::shared_lock lock(mutex_);
+  if (auto g = groups_.find(group); g != groups_.end())
+    for (const auto& [uid, node] : g->second) out.emplace_back(uid, node);
+  return out;
 }
 
 void ClusterView::remember_pending(const PodRequest& pod) {
@@ -335,6 +374,7 @@ ClusterView::Stats ClusterView::stats() const {
     s.nodes = node_objects_;
     s.pods = pods_.size();
     s.assumed = assumed_.size();
+    s.holds = holds_.size();
     s.pending = pending_.size();
     s.node_entries = nodes_.size();
   }

@@ -14,6 +14,7 @@ KubeConnection::KubeConnection(ApiEndpoint endpoint, const ViewSchema& schema, K
     : api_(std::make_shared<kube::ApiClient>(std::move(endpoint))),
       view_(std::make_shared<ClusterView>(options.assume_ttl)),
       binder_(std::make_shared<kube::ApiBinder>(api_, schema)),
+      groups_(std::make_shared<GroupBook>(view_, options.group_ttl)),
       options_(options) {
   kube::ReflectorOptions reflector_options;
   reflector_options.watch_timeout = options.watch_timeout;
@@ -46,6 +47,7 @@ void KubeConnection::start() {
       if (const size_t expired = view_->expire_assumed())
         spdlog::info("cluster view: {} assumed pod(s) expired without the watch confirming them", expired);
       view_->prune_pending();
+      groups_->expire();
       const ClusterView::Stats s = view_->stats();
       const bool stale = s.seconds_since_event > static_cast<double>(options_.stale_after.count());
       if (stale && !stale_logged) {

@@ -123,7 +123,8 @@ bool Reflector::list() {
         meta = decoder_.decode_pod_list(res.body, schema_, [&](const PodRequest& pod) {
           check_understood(pod);
           if (pod.node_name.empty() || pod.terminated() || pod.uid.empty()) return;
-          pods.push_back({std::string(pod.uid), std::string(pod.node_name), pod.requests, view_->cost_details_of(pod)});
+          pods.push_back({std::string(pod.uid), std::string(pod.node_name), pod.requests, view_->cost_details_of(pod),
+                          PendingPod::group_key_of(pod)});
         });
       } else {
         meta = decoder_.decode_node_list(res.body, schema_,

@@ -150,6 +150,32 @@ void apply_names(const YAML::Node& root, const Reader& in, ViewSchema& schema) {
   }
 }
 
+// Sections topology and groups: the network's levels, and the keys that make pods a group (group_plan.h).
+void apply_groups(const YAML::Node& root, const Reader& in, ViewSchema& schema) {
+  if (const YAML::Node t = root["topology"]) {
+    in.only_keys(t, "topology", {"levels"});
+    if (t["levels"]) {
+      std::vector<std::string> levels = in.string_list(t["levels"], "topology.levels");
+      if (levels.size() > kMaxTopologyLevels)
+        in.fail("topology.levels", "at most " + std::to_string(kMaxTopologyLevels) + " levels");
+      for (size_t i = 0; i < levels.size(); ++i)
+        for (size_t j = i + 1; j < levels.size(); ++j)
+          if (levels[i] == levels[j]) in.fail("topology.levels", "\"" + levels[i] + "\" is named twice");
+      schema.node_topology_labels = std::move(levels);
+    }
+  }
+  if (const YAML::Node g = root["groups"]) {
+    in.only_keys(g, "groups",
+                 {"nameAnnotations", "nameLabels", "sizeAnnotations", "requiredTopologyAnnotations",
+                  "preferredTopologyAnnotations"});
+    in.labels_at(g, "nameAnnotations", "groups", schema.pod_group_annotations);
+    in.labels_at(g, "nameLabels", "groups", schema.pod_group_labels);
+    in.labels_at(g, "sizeAnnotations", "groups", schema.pod_group_size_annotations);
+    in.labels_at(g, "requiredTopologyAnnotations", "groups", schema.pod_required_topology_annotations);
+    in.labels_at(g, "preferredTopologyAnnotations", "groups", schema.pod_preferred_topology_annotations);
+  }
+}
+
 // Sections prometheus, sharing, deletionCost and scoreScaling.
 void apply_settings(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
   if (const YAML::Node n = root["prometheus"]) {
@@ -199,9 +225,10 @@ void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
   if (!root || root.IsNull()) return;
   in.only_keys(root, "",
                {"resources", "nodeLabels", "nodeAnnotations", "podAnnotations", "filters", "scorers", "scoreScaling",
-                "prometheus", "sharing", "deletionCost"});
+                "prometheus", "sharing", "deletionCost", "topology", "groups"});
   apply_resources(root, in, config.schema);
   apply_names(root, in, config.schema);
+  apply_groups(root, in, config.schema);
   apply_settings(root, in, config);
   apply_rules(root, in, config);
 }

@@ -17,6 +17,8 @@
 #include "gpu_extender/policy.h"
 #include "gpu_extender/wire.h"
 #include "gpu_extender/wire_encode.h"
+#include "gpu_extender/group_book.h"
+#include "gpu_extender/wire_encode.h"
 #include "verbs/names_mode.h"
 
 namespace gpu_extender {
@@ -47,6 +49,16 @@ struct PrioritizeScratch {
   std::vector<int64_t> scores;           // per name
 };
 
+// A group member's verdicts (verbs/group_member.h), per name of the request.
+struct GroupScratch {
+  std::vector<NodeInput> candidates;  // the request's nodes the extender knows, with usage
+  std::vector<NodeVerdict> verdicts;
+  std::vector<std::string> reason_json;  // names mode: each name's own reason as JSON, when it has one
+  std::string shared_reason_json;        // the one reason of every node outside the plan (or of all)
+  std::vector<EncodedVerdict> encoded;   // names mode: what the answer writes for each name
+  GroupBook::Admission admission;
+};
+
 // One request's memory. Each field means one thing: the verbs' own buffers are theirs alone.
 struct Workspace {
   std::shared_ptr<const Policy> policy;  // the policy this request uses, even if a reload swaps it
@@ -57,6 +69,7 @@ struct Workspace {
   NamesMode names;  // kept across requests: its memos are what make names mode cheap
   FilterScratch filter;
   PrioritizeScratch prioritize;
+  GroupScratch group;
 };
 
 class WorkspacePool {

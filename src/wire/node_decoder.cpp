@@ -10,7 +10,7 @@ namespace gpu_extender::wire {
 namespace {
 
 // The GPU facts of a node's labels: each from the first of its labels (in the schema's order of
-// precedence) that the node carries. Other labels are validated and skipped.
+// precedence) that the node carries; its topology labels by level. Other labels are validated and skipped.
 void decode_node_labels(od::value map, const ViewSchema& schema, NodeView& out) {
   struct Fact {
     const std::vector<std::string>* labels;
@@ -30,6 +30,8 @@ void decode_node_labels(od::value map, const ViewSchema& schema, NodeView& out) 
     for (const std::string& label : *fact.labels) wanted_lengths |= length_bit(label.size());
   for (size_t k = 0; k < schema.mig_profiles(); ++k)
     wanted_lengths |= length_bit(schema.mig_count_labels[k].size()) | length_bit(schema.mig_memory_labels[k].size());
+  const size_t levels = std::min(schema.node_topology_labels.size(), kMaxTopologyLevels);
+  for (size_t l = 0; l < levels; ++l) wanted_lengths |= length_bit(schema.node_topology_labels[l].size());
   for (auto f : take_object(map, "")) {
     std::string_view key = field_key(f, "");
     if ((wanted_lengths & length_bit(key.size())) == 0) {
@@ -60,6 +62,15 @@ void decode_node_labels(od::value map, const ViewSchema& schema, NodeView& out) 
       wanted = true;
       try {
         (count ? out.mig_count : out.mig_memory)[k] = take_string(f.value(), "");
+      } catch (DecodeError& e) {
+        throw e.within(key);
+      }
+    }
+    for (size_t l = 0; l < levels && !wanted; ++l) {
+      if (key != schema.node_topology_labels[l]) continue;
+      wanted = true;
+      try {
+        out.topology[l] = take_string(f.value(), "");
       } catch (DecodeError& e) {
         throw e.within(key);
       }

@@ -3,6 +3,7 @@
 // named by the ViewSchema, skips the rest, and throws DecodeError with a path relative to the object.
 #include <array>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "common/pod_requests.h"
@@ -30,16 +31,16 @@ void decode_extender_pod(od::object pod, const ViewSchema& schema, PodRequest& o
 // A Quantity as Go's Quantity.UnmarshalJSON takes it: a string, a bare number, or null (zero).
 int64_t decode_quantity(od::value v, std::string_view field);
 
-// Reads the values of `keys` from a string map (labels, annotations); others are skipped.
-template <size_t N>
-inline void decode_string_map(od::value map, const std::array<const std::string*, N>& keys,
-                       std::array<std::optional<std::string_view>, N>& out) {
+// Reads the values of `keys` from a string map (labels, annotations) into out[i]; others are skipped.
+// A null key matches nothing.
+inline void decode_string_map(od::value map, std::span<const std::string* const> keys,
+                              std::span<std::optional<std::string_view>> out) {
   od::object obj = take_object(map, "");
   for (auto f : obj) {
     std::string_view key = field_key(f, "");
     bool wanted = false;
-    for (size_t i = 0; i < N && !wanted; ++i) {
-      if (key != *keys[i]) continue;
+    for (size_t i = 0; i < keys.size() && !wanted; ++i) {
+      if (!keys[i] || key != *keys[i]) continue;
       wanted = true;
       try {
         out[i] = take_string(f.value(), "");
@@ -50,6 +51,12 @@ inline void decode_string_map(od::value map, const std::array<const std::string*
     if (!wanted) validate_value(take(f.value(), key, "a value"), key);
   }
 }
+template <size_t N>
+inline void decode_string_map(od::value map, const std::array<const std::string*, N>& keys,
+                              std::array<std::optional<std::string_view>, N>& out) {
+  decode_string_map(map, std::span<const std::string* const>(keys), std::span<std::optional<std::string_view>>(out));
+}
+
 
 // A resource list ({"nvidia.com/gpu":"2",...}): tracked resources into `out`. With `validate_all`,
 // untracked quantities are parsed too, so that a malformed one is reported.

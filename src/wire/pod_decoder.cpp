@@ -58,6 +58,57 @@ std::optional<int64_t> whole_number(std::string_view text) {
   return n;
 }
 
+// The pod annotations and labels the decoder reads, by position: the GPU annotations (the first
+// kGpuAnnotations, in the order decode_pod_metadata reads them), then the group's lists, each at most
+// ViewSchema::kMaxLabelsPerFact long (unused positions null). Built per pod from the schema: pointers
+// only, nothing allocated.
+struct PodKeys {
+  static constexpr size_t kGpuAnnotations = 8;
+  static constexpr size_t kList = ViewSchema::kMaxLabelsPerFact;
+  static constexpr size_t kAnnotations = kGpuAnnotations + 4 * kList;
+  std::array<const std::string*, kAnnotations> annotations{};
+  std::array<const std::string*, kList> labels{};
+
+  static PodKeys of(const ViewSchema& schema) {
+    PodKeys k;
+    k.annotations = {&schema.pod_gpu_model_annotation,          &schema.pod_gpu_memory_annotation,
+                     &schema.pod_gpu_family_annotation,         &schema.pod_placement_annotation,
+                     &schema.pod_shared_gpu_index_annotation,   &schema.pod_shared_gpu_memory_annotation,
+                     &schema.pod_deletion_cost_annotation,      &schema.pod_deletion_cost_written_annotation};
+    const std::array<const std::vector<std::string>*, 4> lists{
+        &schema.pod_group_annotations, &schema.pod_group_size_annotations,
+        &schema.pod_required_topology_annotations, &schema.pod_preferred_topology_annotations};
+    for (size_t l = 0; l < lists.size(); ++l)
+      for (size_t i = 0; i < lists[l]->size() && i < kList; ++i)
+        k.annotations[kGpuAnnotations + l * kList + i] = &(*lists[l])[i];
+    for (size_t i = 0; i < schema.pod_group_labels.size() && i < kList; ++i) k.labels[i] = &schema.pod_group_labels[i];
+    return k;
+  }
+  // The first value found of one list (its values at `values`, in the list's order).
+  static std::optional<std::string_view> first_of(std::span<const std::optional<std::string_view>> values) {
+    for (const auto& v : values)
+      if (v) return v;
+    return std::nullopt;
+  }
+  // The group's annotations among `values` (read with `annotations`) into `group`, with the key each
+  // value came from. The group's name from an annotation wins over one from a label.
+  void read_annotations(std::span<const std::optional<std::string_view>> values, PodGroupRef& group) const {
+    auto list = [&](size_t l, std::string_view* key) {
+      for (size_t i = 0; i < kList; ++i) {
+        const size_t at = kGpuAnnotations + l * kList + i;
+        if (!values[at]) continue;
+        if (key) *key = *annotations[at];
+        return values[at];
+      }
+      return std::optional<std::string_view>();
+    };
+    if (auto name = list(0, nullptr)) group.name = name;
+    group.size = list(1, &group.size_key);
+    group.required_topology = list(2, &group.required_key);
+    group.preferred_topology = list(3, &group.preferred_key);
+  }
+};
+
 // `shared_gpu_memory`: the pod's ALIYUN_COM_GPU_MEM_POD, in the shared memory's unit, when valid.
 void decode_pod_metadata(od::value metadata, const ViewSchema& schema, PodRequest& out,
                          std::optional<int64_t>& shared_gpu_memory) {
@@ -71,20 +122,29 @@ void decode_pod_metadata(od::value metadata, const ViewSchema& schema, PodReques
       out.uid = take_string(f.value(), "uid");
     } else if (equals_ignore_case(key, "resourceVersion")) {
       out.resource_version = take_string(f.value(), "resourceVersion");
+    } else if (equals_ignore_case(key, "labels")) {
+      od::value labels = take(f.value(), "labels", "an object");
+      if (take_null(labels, "labels")) continue;
+      const PodKeys keys = PodKeys::of(schema);
+      std::array<std::optional<std::string_view>, ViewSchema::kMaxLabelsPerFact> values;
+      try {
+        decode_string_map(labels, keys.labels, values);
+      } catch (DecodeError& e) {
+        throw e.within("labels");
+      }
+      if (!out.group.name) out.group.name = PodKeys::first_of(values);  // an annotation names the group first
     } else if (equals_ignore_case(key, "annotations")) {
       od::value annotations = take(f.value(), "annotations", "an object");
       if (take_null(annotations, "annotations")) continue;
-      std::array<std::optional<std::string_view>, 8> values;
+      // The GPU annotations, then the group's lists (group_keys): one pass over the map.
+      const PodKeys keys = PodKeys::of(schema);
+      std::array<std::optional<std::string_view>, PodKeys::kAnnotations> values;
       try {
-        decode_string_map<8>(annotations,
-                             {&schema.pod_gpu_model_annotation, &schema.pod_gpu_memory_annotation,
-                              &schema.pod_gpu_family_annotation, &schema.pod_placement_annotation,
-                              &schema.pod_shared_gpu_index_annotation, &schema.pod_shared_gpu_memory_annotation,
-                              &schema.pod_deletion_cost_annotation, &schema.pod_deletion_cost_written_annotation},
-                             values);
+        decode_string_map(annotations, keys.annotations, values);
       } catch (DecodeError& e) {
         throw e.within("annotations");
       }
+      keys.read_annotations(values, out.group);
       out.gpu_model = values[0];
       out.gpu_family = values[2];
       out.deletion_cost = values[6];

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <optional>
 
+#include "gpu_extender/group_book.h"
 #include "gpu_extender/gpu_share.h"
 #include "gpu_extender/quantity.h"
 #include "gpu_extender/wire_encode.h"
@@ -152,6 +153,8 @@ Status bind_pod(const VerbContext& ctx, const Policy& policy, const BindingArgs&
   summary.bind_result = bound.ok() ? BindResult::kBound : BindResult::kFailed;
   if (!bound.ok() && ctx.parts.cluster) ctx.parts.cluster->release_assumed(args.pod_uid);
   if (!bound.ok() && annotated) withdraw_shared_gpu(ctx, policy, args);
+  // A group member takes its slot once bound: until then both the slot and the assumed pod count.
+  if (bound.ok() && ctx.parts.groups) ctx.parts.groups->bound(*pod, args.node);
   if (shares_gpu && bound.ok()) {
     summary.shared_gpu_device = shared_gpu;
     summary.detail = "GPU " + std::to_string(shared_gpu) + " of " + args.node;

@@ -4,6 +4,7 @@
 
 #include "common/json_writer.h"
 #include "gpu_extender/wire_encode.h"
+#include "group_member.h"
 #include "verb_context.h"
 
 namespace gpu_extender::verbs {
@@ -76,7 +77,19 @@ int filter(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
   }
   FilterScratch& scratch = ws.filter;
   scratch.verdict_of.resize(args.node_names.size());
-  if (args.full_mode) {
+  std::string group_error;
+  const GroupJudgement group = judge_group_member(ctx, ws, args, group_error);
+  if (group == GroupJudgement::kNoClusterView) {
+    encode_filter_error(group_error, ws.answer);
+    summary.error = group_error;
+    summary.error_cause = AnswerError::kGroupNoClusterView;
+    return 200;
+  }
+  const bool member = group == GroupJudgement::kJudged;
+  if (member) {
+    for (size_t i = 0; i < scratch.verdict_of.size(); ++i) scratch.verdict_of[i] = &ws.group.verdicts[i];
+    if (!args.full_mode) scratch.encoded = ws.group.encoded;
+  } else if (args.full_mode) {
     gather_full_mode(ctx, ws, args);
     ws.policy->filter(args.pod, ws.full.inputs, scratch.verdicts);
     for (size_t i = 0; i < scratch.verdict_of.size(); ++i) scratch.verdict_of[i] = &scratch.verdicts[i];
@@ -85,7 +98,7 @@ int filter(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
   }
   summarize(ws, args, summary);
   if (args.full_mode) {
-    encode_filter_result(args, scratch.verdicts, ws.answer);  // reasons escaped there
+    encode_filter_result(args, member ? ws.group.verdicts : scratch.verdicts, ws.answer);  // reasons escaped there
   } else {
     const ByteRange names = encode_filter_result(args, scratch.encoded, ws.answer);
     // The list /prioritize will be sent (kube-scheduler passes on the answer's names, in order).

@@ -3,10 +3,12 @@
 #include <array>
 
 #include "gpu_extender/wire_encode.h"
+#include "group_member.h"
 #include "verb_context.h"
 
 namespace gpu_extender::verbs {
 namespace {
+
 
 // The three best scores, best first, for the request log: one pass, nothing allocated per node.
 std::string describe_top_scores(const ExtenderArgs& args, const std::vector<int64_t>& scores) {
@@ -69,12 +71,22 @@ int prioritize(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
   // Only nodes that pass the filter are scored, together, as the scheduler sends them after /filter
   // (this matters to an extender registered with prioritizeVerb alone, which is sent nodes its filter
   // would refuse).
-  if (args.full_mode) score_full_mode(ctx, ws, args);
-  else score_names_mode(ctx, ws, args);
   PrioritizeScratch& scratch = ws.prioritize;
-  scratch.scores.assign(args.node_names.size(), 0);
-  for (size_t i = 0; i < scratch.scores.size(); ++i)
-    if (scratch.place[i] != PrioritizeScratch::kNotScored) scratch.scores[i] = scratch.sheet.final[scratch.place[i]];
+  std::string group_error;
+  const GroupJudgement group = judge_group_member(ctx, ws, args, group_error);
+  if (group == GroupJudgement::kNoClusterView) return fail(ws, 503, group_error, summary);
+  if (group == GroupJudgement::kJudged) {
+    // A group member: its planned nodes with a slot left first, the rest nowhere.
+    scratch.scores.assign(args.node_names.size(), 0);
+    for (size_t i = 0; i < scratch.scores.size(); ++i)
+      if (ws.group.verdicts[i].passed()) scratch.scores[i] = kMaxExtenderPriority;
+  } else {
+    if (args.full_mode) score_full_mode(ctx, ws, args);
+    else score_names_mode(ctx, ws, args);
+    scratch.scores.assign(args.node_names.size(), 0);
+    for (size_t i = 0; i < scratch.scores.size(); ++i)
+      if (scratch.place[i] != PrioritizeScratch::kNotScored) scratch.scores[i] = scratch.sheet.final[scratch.place[i]];
+  }
   encode_host_priorities(args.node_names, scratch.scores, ws.answer, args.names_verbatim);
   summary.nodes_out = args.node_names.size();
   summary.top_scores = describe_top_scores(args, scratch.scores);

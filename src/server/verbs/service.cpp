@@ -40,6 +40,7 @@ std::string_view answer_error_name(AnswerError cause) {
   switch (cause) {
     case AnswerError::kNone: return "other";
     case AnswerError::kNoNodeCache: return "no_node_cache";
+    case AnswerError::kGroupNoClusterView: return "group_no_cluster_view";
     case AnswerError::kBindNoApi: return "bind_no_api";
     case AnswerError::kBindRefused: return "bind_refused";
     case AnswerError::kBindFailed: return "bind_failed";
@@ -47,7 +48,9 @@ std::string_view answer_error_name(AnswerError cause) {
   return "other";
 }
 
-Verb answer_error_verb(AnswerError cause) { return cause == AnswerError::kNoNodeCache ? Verb::kFilter : Verb::kBind; }
+Verb answer_error_verb(AnswerError cause) {
+  return cause == AnswerError::kNoNodeCache || cause == AnswerError::kGroupNoClusterView ? Verb::kFilter : Verb::kBind;
+}
 
 ExtenderService::ExtenderService(ServiceParts parts)
     : parts_(std::move(parts)),

@@ -1,0 +1,299 @@
+// Planning a group whole: see group_plan.h for the algorithm and its sources.
+#include "gpu_extender/group_plan.h"
+
+#include <algorithm>
+#include <charconv>
+#include <unordered_map>
+
+#include "gpu_extender/quantity.h"
+
+namespace gpu_extender {
+namespace {
+
+constexpr std::string_view kHostnameLabel = "kubernetes.io/hostname";
+constexpr int64_t kMaxGroupSize = 10000;  // more pods than any training job has: a typo
+constexpr size_t kMaxConsidered = 16;     // domains shown in explanations
+
+std::optional<size_t> level_named(const ViewSchema& schema, std::string_view label) {
+  const auto& levels = schema.node_topology_labels;
+  for (size_t l = 0; l < levels.size() && l < kMaxTopologyLevels; ++l)
+    if (levels[l] == label) return l;
+  return std::nullopt;
+}
+
+int64_t free_gpus(const NodeInput& in) {
+  const int64_t offered = in.node->offered(ViewSchema::kGpuResource).value_or(0);
+  const int64_t used = in.used ? in.used->get(ViewSchema::kGpuResource) : 0;
+  return std::max<int64_t>(offered - used, 0) / 1000;
+}
+
+int64_t used_gpus(const NodeInput& in) { return in.used ? in.used->get(ViewSchema::kGpuResource) / 1000 : 0; }
+
+// How many members fit on the node at once, up to `cap`: each judged by the policy with those before it
+// counted on the node.
+int64_t room_on(const Policy& policy, const PodFacts& member, const NodeInput& in, int64_t cap,
+                std::vector<NodeVerdict>& scratch) {
+  ResourceAmounts used = in.used ? *in.used : ResourceAmounts{};
+  int64_t room = 0;
+  while (room < cap) {
+    NodeInput probe = in;
+    probe.used = &used;
+    policy.filter(member, {&probe, 1}, scratch);
+    if (!scratch[0].passed()) break;
+    used.add(member.requests);
+    ++room;
+  }
+  return room;
+}
+
+// What the planner knows of each candidate node.
+struct Candidate {
+  const NodeInput* input;
+  int64_t room, free_gpus, used_gpus;
+};
+
+// The candidates grouped into the domains of one level (or, for `level` == nullopt, each node a domain).
+struct Domains {
+  std::vector<DomainRoom> list;
+  std::vector<int> of_candidate;  // index into list, -1 where the node does not carry the level
+};
+
+Domains domains_at(std::span<const Candidate> candidates, std::optional<size_t> level, bool nodes_alone) {
+  Domains out;
+  out.of_candidate.assign(candidates.size(), -1);
+  std::unordered_map<std::string, int> index;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    std::string path = level ? domain_of(*c.input->node, *level) : std::string();
+    if (path.empty() && nodes_alone) path = std::string(c.input->node->name);
+    if (path.empty()) continue;
+    auto [it, added] = index.try_emplace(path, static_cast<int>(out.list.size()));
+    if (added) out.list.push_back({path, 0, 0, 0});
+    DomainRoom& d = out.list[static_cast<size_t>(it->second)];
+    d.room += c.room;
+    d.free_gpus += c.free_gpus;
+    d.used_gpus += c.used_gpus;
+    out.of_candidate[i] = it->second;
+  }
+  return out;
+}
+
+// Best fit first among domains that hold `needed`: fewest free GPUs left after the group, then more used,
+// then by name; then those that do not, most room first.
+void order_best_fit(std::vector<DomainRoom>& list, int64_t needed, int64_t gpus_per_member) {
+  std::sort(list.begin(), list.end(), [&](const DomainRoom& a, const DomainRoom& b) {
+    const bool fa = a.room >= needed, fb = b.room >= needed;
+    if (fa != fb) return fa;
+    if (fa) {
+      const int64_t left_a = a.free_gpus - needed * gpus_per_member, left_b = b.free_gpus - needed * gpus_per_member;
+      if (left_a != left_b) return left_a < left_b;
+    } else if (a.room != b.room) {
+      return a.room > b.room;
+    }
+    if (a.used_gpus != b.used_gpus) return a.used_gpus > b.used_gpus;
+    return a.domain < b.domain;
+  });
+}
+
+// The members, placed on the nodes of `chosen` domains, fullest node first, each node up to its room.
+std::vector<std::string> place_members(std::span<const Candidate> candidates, const Domains& domains,
+                                       const std::vector<std::string>& chosen, int64_t needed) {
+  std::vector<const Candidate*> nodes;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (domains.of_candidate[i] < 0 || candidates[i].room == 0) continue;
+    const std::string& d = domains.list[static_cast<size_t>(domains.of_candidate[i])].domain;
+    if (std::find(chosen.begin(), chosen.end(), d) != chosen.end()) nodes.push_back(&candidates[i]);
+  }
+  std::sort(nodes.begin(), nodes.end(), [](const Candidate* a, const Candidate* b) {
+    if (a->free_gpus != b->free_gpus) return a->free_gpus < b->free_gpus;
+    return a->input->node->name < b->input->node->name;
+  });
+  std::vector<std::string> slots;
+  for (const Candidate* c : nodes)
+    for (int64_t k = 0; k < c->room && static_cast<int64_t>(slots.size()) < needed; ++k)
+      slots.emplace_back(c->input->node->name);
+  return slots;
+}
+
+std::string last_segment(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+void keep_considered(GroupPlan& plan, const std::vector<DomainRoom>& list) {
+  plan.considered.assign(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(std::min(list.size(), kMaxConsidered)));
+}
+
+// Whether some candidate carries `level`.
+bool carried(std::span<const Candidate> candidates, size_t level) {
+  return std::any_of(candidates.begin(), candidates.end(),
+                     [&](const Candidate& c) { return c.input->node->topology[level].has_value(); });
+}
+
+// The bound members' one domain at `level`, "" when they have none or several.
+std::string bound_domain(const std::vector<const NodeView*>& bound, size_t level) {
+  std::string domain;
+  for (const NodeView* node : bound) {
+    const std::string d = node ? domain_of(*node, level) : std::string();
+    if (d.empty() || (!domain.empty() && d != domain)) return {};
+    domain = d;
+  }
+  return domain;
+}
+
+// One level: the best domain that holds the group (the bound members' one first), planned.
+bool plan_at_level(const GroupPlanRequest& r, std::span<const Candidate> candidates, size_t level,
+                   int64_t gpus_per_member, GroupPlan& plan) {
+  Domains domains = domains_at(candidates, level, false);
+  order_best_fit(domains.list, r.needed, gpus_per_member);
+  keep_considered(plan, domains.list);
+  plan.level_label = r.policy->schema().node_topology_labels[level];
+  if (domains.list.empty() || domains.list.front().room < r.needed) return false;
+  std::string chosen = domains.list.front().domain;
+  if (const std::string stay = bound_domain(r.bound_nodes, level); !stay.empty()) {
+    auto it = std::find_if(domains.list.begin(), domains.list.end(), [&](const DomainRoom& d) { return d.domain == stay; });
+    if (it != domains.list.end() && it->room >= r.needed) chosen = stay;
+  }
+  plan.domains = {chosen};
+  plan.slots = place_members(candidates, domains, plan.domains, r.needed);
+  plan.planned = true;
+  return true;
+}
+
+// The whole cluster: domains of `level` (each node alone where it lacks the level, or for no level),
+// most room first, as few as hold the group.
+bool plan_spread(const GroupPlanRequest& r, std::span<const Candidate> candidates, std::optional<size_t> level,
+                 int64_t gpus_per_member, GroupPlan& plan) {
+  Domains domains = domains_at(candidates, level, true);
+  order_best_fit(domains.list, r.needed, gpus_per_member);
+  std::vector<DomainRoom> by_room = domains.list;
+  std::stable_sort(by_room.begin(), by_room.end(), [](const DomainRoom& a, const DomainRoom& b) { return a.room > b.room; });
+  plan.level_label.clear();
+  plan.spread_label = level ? r.policy->schema().node_topology_labels[*level] : std::string(kHostnameLabel);
+  int64_t total = 0;
+  std::vector<std::string> chosen;
+  for (const DomainRoom& d : by_room) {
+    if (total >= r.needed || d.room == 0) break;
+    chosen.push_back(d.domain);
+    total += d.room;
+  }
+  if (total < r.needed) {
+    keep_considered(plan, by_room);
+    return false;
+  }
+  keep_considered(plan, by_room);
+  plan.domains = chosen;
+  plan.slots = place_members(candidates, domains, chosen, r.needed);
+  plan.planned = true;
+  return true;
+}
+
+}  // namespace
+
+std::string domain_of(const NodeView& node, size_t level) {
+  if (level >= kMaxTopologyLevels || !node.topology[level]) return {};
+  std::string path;
+  for (size_t l = 0; l <= level; ++l) {
+    if (!node.topology[l]) continue;
+    if (!path.empty()) path.push_back('/');
+    path += *node.topology[l];
+  }
+  return path;
+}
+
+std::string describe_domain_path(const NodeView& node, const ViewSchema& schema) {
+  std::string out;
+  for (size_t l = 0; l < schema.node_topology_labels.size() && l < kMaxTopologyLevels; ++l) {
+    if (!node.topology[l]) continue;
+    if (!out.empty()) out += " / ";
+    out += std::string(*node.topology[l]) + " (" + schema.node_topology_labels[l] + ")";
+  }
+  return out;
+}
+
+std::optional<GroupSpec> group_spec_of(const PodRequest& pod, const ViewSchema& schema, std::string& error) {
+  error.clear();
+  if (!pod.group.member()) return std::nullopt;
+  GroupSpec spec;
+  spec.key = std::string(pod.ns) + "/" + std::string(*pod.group.name);
+  if (!pod.group.size) {
+    error = "pod " + std::string(pod.ns) + "/" + std::string(pod.name) + " is in group " + spec.key +
+            " but does not say how many pods the group has: annotation " + label_names(schema.pod_group_size_annotations);
+    return spec;
+  }
+  const std::string_view text = *pod.group.size;
+  int64_t size = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), size);
+  if (ec != std::errc() || end != text.data() + text.size() || size < 1 || size > kMaxGroupSize) {
+    error = "pod annotation " + std::string(pod.group.size_key) + ": expected a whole number 1.." +
+            std::to_string(kMaxGroupSize) + ", not \"" + std::string(text) + "\"";
+    return spec;
+  }
+  spec.size = size;
+  auto level_of = [&](const std::optional<std::string_view>& label, std::string_view key,
+                      GroupConstraint::Kind kind) -> bool {
+    if (!label) return false;
+    const std::optional<size_t> level = level_named(schema, *label);
+    if (!level) {
+      error = "pod annotation " + std::string(key) + ": \"" + std::string(*label) +
+              "\" is not a topology level of the policy (topology.levels: " + label_names(schema.node_topology_labels) + ")";
+      return true;
+    }
+    spec.constraint = {kind, *level};
+    return true;
+  };
+  if (!level_of(pod.group.required_topology, pod.group.required_key, GroupConstraint::Kind::kRequired))
+    level_of(pod.group.preferred_topology, pod.group.preferred_key, GroupConstraint::Kind::kPreferred);
+  return spec;
+}
+
+std::string describe_group(const GroupSpec& spec, const PodFacts& member, int64_t needed, const ViewSchema& schema) {
+  std::string pods = needed == spec.size ? std::to_string(needed) + " pods"
+                                         : std::to_string(needed) + " of " + std::to_string(spec.size) + " pods";
+  if (member.wants_gpus()) pods += " x " + format_milli(member.gpus_milli()) + " " + schema.resources.name(ViewSchema::kGpuResource);
+  return "group " + spec.key + " (" + pods + ")";
+}
+
+GroupPlan plan_group(const GroupPlanRequest& r) {
+  GroupPlan plan;
+  const ViewSchema& schema = r.policy->schema();
+  const int64_t gpus_per_member = (r.member->gpus_milli() + 999) / 1000;
+  std::vector<Candidate> candidates;
+  candidates.reserve(r.nodes.size());
+  std::vector<NodeVerdict> scratch;
+  for (const NodeInput& in : r.nodes)
+    candidates.push_back({&in, room_on(*r.policy, *r.member, in, r.needed, scratch), free_gpus(in), used_gpus(in)});
+  const std::string group = describe_group(*r.spec, *r.member, r.needed, schema);
+  const size_t levels = std::min(schema.node_topology_labels.size(), kMaxTopologyLevels);
+
+  std::optional<size_t> level;
+  if (r.spec->constraint.kind != GroupConstraint::Kind::kDefault) {
+    level = r.spec->constraint.level;
+  } else {
+    for (size_t l = levels; l-- > 0;)
+      if (schema.node_topology_labels[l] != kHostnameLabel && carried(candidates, l)) {
+        level = l;
+        break;
+      }
+  }
+  if (r.spec->constraint.kind == GroupConstraint::Kind::kRequired) {
+    if (plan_at_level(r, candidates, *level, gpus_per_member, plan)) return plan;
+    const std::string& label = schema.node_topology_labels[*level];
+    plan.reason = group + " needs one " + label + " domain; " +
+                  (plan.considered.empty() ? "no node sent carries that label"
+                                           : "the best, " + last_segment(plan.considered.front().domain) + ", has room for " +
+                                                 std::to_string(plan.considered.front().room));
+    return plan;
+  }
+  // Preferred (or the default): the level, then each level above that the candidates carry.
+  if (level)
+    for (size_t l = *level + 1; l-- > 0;)
+      if (carried(candidates, l) && plan_at_level(r, candidates, l, gpus_per_member, plan)) return plan;
+  if (plan_spread(r, candidates, level, gpus_per_member, plan)) return plan;
+  int64_t total = 0;
+  for (const Candidate& c : candidates) total += c.room;
+  plan.reason = group + " does not fit: the nodes sent have room for " + std::to_string(total) + " at once";
+  return plan;
+}
+
+}  // namespace gpu_extender

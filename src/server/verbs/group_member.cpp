@@ -1,0 +1,91 @@
+// A group member's verdicts: its group's plan decides where it may go (group_book.h); on a planned
+// node with a slot left the policy still judges it, over the node's usage as of now less the slot held
+// for it (a node that changed since the plan refuses it with the policy's own reason).
+#include <algorithm>
+
+#include "common/json_writer.h"
+#include "group_member.h"
+
+namespace gpu_extender::verbs {
+namespace {
+
+constexpr std::string_view kGroupRule = "group";  // the rule named for refusals of the plan
+
+// The request's nodes that the extender knows, with their usage: the planning candidates.
+void gather_candidates(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args) {
+  GroupScratch& g = ws.group;
+  g.candidates.clear();
+  if (args.full_mode) {
+    gather_full_mode(ctx, ws, args);
+    g.candidates = ws.full.inputs;
+    return;
+  }
+  ws.names.lookup(*ctx.parts.cluster, args);
+  for (const uint32_t slot : ws.names.slots())
+    if (slot != NodeMemo::kNoSlot) g.candidates.push_back(ws.names.input(slot));
+}
+
+// The node of name i of the request, or null when the extender does not know it.
+const NodeView* node_of(const Workspace& ws, const ExtenderArgs& args, size_t i) {
+  if (args.full_mode) return &args.nodes[i];
+  const uint32_t slot = ws.names.slots()[i];
+  return slot == NodeMemo::kNoSlot ? nullptr : ws.names.input(slot).node;
+}
+
+// Every name refused with one reason.
+void refuse_all(Workspace& ws, size_t count, Fit fit, const std::string& reason) {
+  GroupScratch& g = ws.group;
+  g.verdicts.assign(count, NodeVerdict{fit, reason, kGroupRule});
+  g.shared_reason_json.clear();
+  append_json_string(g.shared_reason_json, reason);
+  g.encoded.assign(count, EncodedVerdict{fit, g.shared_reason_json});
+}
+
+// A planned node with a slot left: the policy's verdict, the slot held for this member taken off.
+NodeVerdict judge_planned(const VerbContext& ctx, const Workspace& ws, const ExtenderArgs& args, const NodeView& node) {
+  ResourceAmounts used = ctx.parts.cluster->used_on(node.name).value_or(ResourceAmounts{});
+  used.subtract(args.pod.requests);
+  NodeInput probe(&node, &used);
+  std::vector<NodeVerdict> one;
+  ws.policy->filter(args.pod, {&probe, 1}, one);
+  return one[0];
+}
+
+}  // namespace
+
+GroupJudgement judge_group_member(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args, std::string& error) {
+  std::string spec_error;
+  const std::optional<GroupSpec> spec = group_spec_of(args.pod, ws.policy->schema(), spec_error);
+  if (!spec) return GroupJudgement::kNotMember;
+  if (!ctx.parts.cluster || !ctx.parts.groups) {
+    error = "pod " + pod_label(args.pod) + " is in group " + spec->key +
+            ": placing a group whole needs the extender's cluster view (Kubernetes API access: in a pod, or "
+            "--kubeconfig) to see every node's usage and hold the group's room; this extender has none";
+    return GroupJudgement::kNoClusterView;
+  }
+  gather_candidates(ctx, ws, args);
+  GroupScratch& g = ws.group;
+  g.admission = ctx.parts.groups->admit(args.pod, *spec, spec_error, *ws.policy, g.candidates);
+  const size_t count = args.node_names.size();
+  using Kind = GroupBook::Admission::Kind;
+  if (g.admission.kind == Kind::kBeyondSize) return GroupJudgement::kNotMember;
+  if (g.admission.kind == Kind::kRefused) {
+    refuse_all(ws, count, g.admission.fit, g.admission.reason);
+    return GroupJudgement::kJudged;
+  }
+  refuse_all(ws, count, Fit::kResolvable, "outside the plan: " + g.admission.plan);
+  g.reason_json.resize(count);
+  const std::vector<std::string>& open = g.admission.open;
+  for (size_t i = 0; i < count; ++i) {
+    if (!std::binary_search(open.begin(), open.end(), args.node_names[i])) continue;
+    const NodeView* node = node_of(ws, args, i);
+    if (!node) continue;  // not in the cache: refused as outside what the extender can judge
+    g.verdicts[i] = judge_planned(ctx, ws, args, *node);
+    g.reason_json[i].clear();
+    if (!g.verdicts[i].passed()) append_json_string(g.reason_json[i], g.verdicts[i].reason);
+    g.encoded[i] = {g.verdicts[i].fit, g.reason_json[i]};
+  }
+  return GroupJudgement::kJudged;
+}
+
+}  // namespace gpu_extender::verbs
