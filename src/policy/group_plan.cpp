@@ -95,23 +95,36 @@ void order_best_fit(std::vector<DomainRoom>& list, int64_t needed, int64_t gpus_
   });
 }
 
-// The members, placed on the nodes of `chosen` domains, fullest node first, each node up to its room.
+// The members, placed on the nodes of `chosen` domains: the domains of the preferred level with most room
+// first (so the group spans as few of them as it can), and in each the fullest node first, each node up
+// to its room.
 std::vector<std::string> place_members(std::span<const Candidate> candidates, const Domains& domains,
-                                       const std::vector<std::string>& chosen, int64_t needed) {
-  std::vector<const Candidate*> nodes;
+                                       const std::vector<std::string>& chosen, int64_t needed,
+                                       std::optional<size_t> preferred) {
+  const Domains fine = domains_at(candidates, preferred, true);
+  struct Ranked {
+    const Candidate* c;
+    int64_t fine_room;
+    const std::string* fine_domain;
+  };
+  std::vector<Ranked> nodes;
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (domains.of_candidate[i] < 0 || candidates[i].room == 0) continue;
     const std::string& d = domains.list[static_cast<size_t>(domains.of_candidate[i])].domain;
-    if (std::find(chosen.begin(), chosen.end(), d) != chosen.end()) nodes.push_back(&candidates[i]);
+    if (std::find(chosen.begin(), chosen.end(), d) == chosen.end()) continue;
+    const DomainRoom& f = fine.list[static_cast<size_t>(fine.of_candidate[i])];
+    nodes.push_back({&candidates[i], f.room, &f.domain});
   }
-  std::sort(nodes.begin(), nodes.end(), [](const Candidate* a, const Candidate* b) {
-    if (a->free_gpus != b->free_gpus) return a->free_gpus < b->free_gpus;
-    return a->input->node->name < b->input->node->name;
+  std::sort(nodes.begin(), nodes.end(), [](const Ranked& a, const Ranked& b) {
+    if (a.fine_room != b.fine_room) return a.fine_room > b.fine_room;
+    if (*a.fine_domain != *b.fine_domain) return *a.fine_domain < *b.fine_domain;
+    if (a.c->free_gpus != b.c->free_gpus) return a.c->free_gpus < b.c->free_gpus;
+    return a.c->input->node->name < b.c->input->node->name;
   });
   std::vector<std::string> slots;
-  for (const Candidate* c : nodes)
-    for (int64_t k = 0; k < c->room && static_cast<int64_t>(slots.size()) < needed; ++k)
-      slots.emplace_back(c->input->node->name);
+  for (const Ranked& r : nodes)
+    for (int64_t k = 0; k < r.c->room && static_cast<int64_t>(slots.size()) < needed; ++k)
+      slots.emplace_back(r.c->input->node->name);
   return slots;
 }
 
@@ -143,19 +156,20 @@ std::string bound_domain(const std::vector<const NodeView*>& bound, size_t level
 
 // One level: the best domain that holds the group (the bound members' one first), planned.
 bool plan_at_level(const GroupPlanRequest& r, std::span<const Candidate> candidates, size_t level,
-                   int64_t gpus_per_member, GroupPlan& plan) {
-  Domains domains = domains_at(candidates, level, false);
-  order_best_fit(domains.list, r.needed, gpus_per_member);
-  keep_considered(plan, domains.list);
+                   std::optional<size_t> preferred, int64_t gpus_per_member, GroupPlan& plan) {
+  const Domains domains = domains_at(candidates, level, false);
+  std::vector<DomainRoom> ordered = domains.list;  // domains.list stays in the order of_candidate indexes
+  order_best_fit(ordered, r.needed, gpus_per_member);
+  keep_considered(plan, ordered);
   plan.level_label = r.policy->schema().node_topology_labels[level];
-  if (domains.list.empty() || domains.list.front().room < r.needed) return false;
-  std::string chosen = domains.list.front().domain;
+  if (ordered.empty() || ordered.front().room < r.needed) return false;
+  std::string chosen = ordered.front().domain;
   if (const std::string stay = bound_domain(r.bound_nodes, level); !stay.empty()) {
-    auto it = std::find_if(domains.list.begin(), domains.list.end(), [&](const DomainRoom& d) { return d.domain == stay; });
-    if (it != domains.list.end() && it->room >= r.needed) chosen = stay;
+    auto it = std::find_if(ordered.begin(), ordered.end(), [&](const DomainRoom& d) { return d.domain == stay; });
+    if (it != ordered.end() && it->room >= r.needed) chosen = stay;
   }
   plan.domains = {chosen};
-  plan.slots = place_members(candidates, domains, plan.domains, r.needed);
+  plan.slots = place_members(candidates, domains, plan.domains, r.needed, preferred);
   plan.planned = true;
   return true;
 }
@@ -164,9 +178,9 @@ bool plan_at_level(const GroupPlanRequest& r, std::span<const Candidate> candida
 // most room first, as few as hold the group.
 bool plan_spread(const GroupPlanRequest& r, std::span<const Candidate> candidates, std::optional<size_t> level,
                  int64_t gpus_per_member, GroupPlan& plan) {
-  Domains domains = domains_at(candidates, level, true);
-  order_best_fit(domains.list, r.needed, gpus_per_member);
-  std::vector<DomainRoom> by_room = domains.list;
+  const Domains domains = domains_at(candidates, level, true);
+  std::vector<DomainRoom> by_room = domains.list;  // domains.list stays in the order of_candidate indexes
+  order_best_fit(by_room, r.needed, gpus_per_member);
   std::stable_sort(by_room.begin(), by_room.end(), [](const DomainRoom& a, const DomainRoom& b) { return a.room > b.room; });
   plan.level_label.clear();
   plan.spread_label = level ? r.policy->schema().node_topology_labels[*level] : std::string(kHostnameLabel);
@@ -183,7 +197,7 @@ bool plan_spread(const GroupPlanRequest& r, std::span<const Candidate> candidate
   }
   keep_considered(plan, by_room);
   plan.domains = chosen;
-  plan.slots = place_members(candidates, domains, chosen, r.needed);
+  plan.slots = place_members(candidates, domains, chosen, r.needed, level);
   plan.planned = true;
   return true;
 }
@@ -277,7 +291,7 @@ GroupPlan plan_group(const GroupPlanRequest& r) {
       }
   }
   if (r.spec->constraint.kind == GroupConstraint::Kind::kRequired) {
-    if (plan_at_level(r, candidates, *level, gpus_per_member, plan)) return plan;
+    if (plan_at_level(r, candidates, *level, level, gpus_per_member, plan)) return plan;
     const std::string& label = schema.node_topology_labels[*level];
     plan.reason = group + " needs one " + label + " domain; " +
                   (plan.considered.empty() ? "no node sent carries that label"
@@ -288,7 +302,7 @@ GroupPlan plan_group(const GroupPlanRequest& r) {
   // Preferred (or the default): the level, then each level above that the candidates carry.
   if (level)
     for (size_t l = *level + 1; l-- > 0;)
-      if (carried(candidates, l) && plan_at_level(r, candidates, l, gpus_per_member, plan)) return plan;
+      if (carried(candidates, l) && plan_at_level(r, candidates, l, level, gpus_per_member, plan)) return plan;
   if (plan_spread(r, candidates, level, gpus_per_member, plan)) return plan;
   int64_t total = 0;
   for (const Candidate& c : candidates) total += c.room;
