@@ -53,7 +53,10 @@ class GroupBook {
   Admission admit(const PodRequest& pod, const GroupSpec& spec, const std::string& spec_error, const Policy& policy,
                   std::span<const NodeInput> candidates);
   // Member `pod` was bound to `node` by /bind: it takes a slot there (or, elsewhere, the last one left).
+  // Called as /bind counts the pod on its node, before the API call.
   void bound(const PendingPod& pod, const std::string& node);
+  // Its bind failed: the slot it took is held again (when its group is still being placed).
+  void unbound(const PendingPod& pod);
   // Groups whose last member was seen more than the TTL ago give their room back; how many did.
   size_t expire(Clock::time_point now = Clock::now());
 

@@ -117,6 +117,7 @@ Wiring::Wiring(const CliOptions& options) : options_(options), policies_(std::ma
   if (kube_) {
     metrics_->attach_cluster(kube_->view(), [k = kube_.get()] { return k->watch_counts(); });
     metrics_->attach_deletion_costs([k = kube_.get()] { return k->deletion_cost_stats(); });
+    metrics_->attach_groups(kube_->groups());
   }
   if (utilization_) metrics_->attach_utilization(utilization_);
   http_ = std::make_unique<HttpService>(service_, options, metrics_);

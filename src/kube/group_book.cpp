@@ -161,6 +161,20 @@ void GroupBook::bound(const PendingPod& pod, const std::string& node) {
   groups_.erase(it);
 }
 
+void GroupBook::unbound(const PendingPod& pod) {
+  if (pod.group.empty()) return;
+  std::lock_guard lock(mutex_);
+  auto it = groups_.find(pod.group);
+  if (it == groups_.end()) return;  // placed (this was its last member) or expired: planned anew when it comes back
+  Group& group = it->second;
+  group.bound.erase(pod.uid);
+  for (Slot& slot : group.slots)
+    if (slot.member == pod.uid) {
+      view_->hold(slot.hold_key, slot.node, group.member.requests);
+      slot.member.clear();
+    }
+}
+
 size_t GroupBook::expire(Clock::time_point now) {
   std::lock_guard lock(mutex_);
   size_t expired = 0;

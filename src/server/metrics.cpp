@@ -10,6 +10,7 @@
 #include <map>
 
 #include "gpu_extender/build_info.h"
+#include "group_metrics.h"
 #include "process_metrics.h"
 
 namespace gpu_extender {
@@ -175,6 +176,7 @@ struct Metrics::Impl {
   std::shared_ptr<UtilizationCollector> utilization;
   std::function<std::optional<DeletionCostStats>()> deletion_costs;
   std::function<ServerCounts()> server;
+  std::unique_ptr<GroupMetrics> groups;
   std::shared_ptr<ProcessCollector> process = std::make_shared<ProcessCollector>();
 };
 
@@ -274,6 +276,10 @@ void Metrics::attach_utilization(std::shared_ptr<const GpuUtilizationSource> sou
   impl_->utilization = std::make_shared<UtilizationCollector>(std::move(source));
 }
 
+void Metrics::attach_groups(std::shared_ptr<GroupBook> book) {
+  impl_->groups = std::make_unique<GroupMetrics>(*impl_->registry, std::move(book));
+}
+
 void Metrics::attach_deletion_costs(std::function<std::optional<DeletionCostStats>()> stats) {
   impl_->deletion_costs = std::move(stats);
 }
@@ -318,6 +324,8 @@ std::string Metrics::render() const {
     for (auto& f : impl_->utilization->Collect()) families.push_back(std::move(f));
   if (impl_->server)
     for (auto& f : server_families(impl_->server())) families.push_back(std::move(f));
+  if (impl_->groups)
+    for (auto& f : impl_->groups->collect()) families.push_back(std::move(f));
   if (impl_->deletion_costs)
     if (const auto stats = impl_->deletion_costs())
       for (auto& f : deletion_cost_families(*stats)) families.push_back(std::move(f));

@@ -44,6 +44,8 @@ class Metrics {
   void attach_utilization(std::shared_ptr<const GpuUtilizationSource> source);
   // gpu_extender_deletion_cost_*: leader or not, patches by outcome, pods by cost bucket.
   void attach_deletion_costs(std::function<std::optional<DeletionCostStats>()> stats);
+  // gpu_extender_group*: pod groups, read from the book at each scrape (group_metrics.h).
+  void attach_groups(std::shared_ptr<GroupBook> book);
   // Server gauges; `counts` is called at each scrape, from the scraping thread.
   void attach_server(std::function<ServerCounts()> counts);
 

@@ -259,7 +259,15 @@ bool SchedulerDriver::extender_filter(const json& pod, std::vector<std::string>&
     for (const auto& n : filtered["Nodes"]["items"]) kept.push_back(n["metadata"]["name"]);
   }
   feasible = std::move(kept);
-  if (feasible.empty()) placement.error = "0 nodes left after the extender's filter";
+  if (feasible.empty()) {
+    // As the scheduler's FitError shows the extender's reasons: here the first one it gave.
+    placement.error = "0 nodes left after the extender's filter";
+    for (const char* failed : {"FailedAndUnresolvableNodes", "FailedNodes"})
+      if (filtered.contains(failed) && filtered[failed].is_object() && !filtered[failed].empty()) {
+        placement.error += ": " + filtered[failed].begin().value().get<std::string>();
+        break;
+      }
+  }
   return !feasible.empty();
 }
 

@@ -146,6 +146,9 @@ Status bind_pod(const VerbContext& ctx, const Policy& policy, const BindingArgs&
   Status bound = Status::done();
   if (shares_gpu) bound = assume_on_shared_gpu(ctx, policy, args, *pod, device, shared_gpu);
   else if (ctx.parts.cluster) ctx.parts.cluster->assume_pod(args.pod_uid, args.node, pod->requests);
+  // A group member takes its slot as it is counted (the next member's /filter must not see both the
+  // pod and the room held for it); a failed bind gives the slot back.
+  if (bound.ok() && ctx.parts.groups) ctx.parts.groups->bound(*pod, args.node);
   ctx.tracker.bind_arrived(args.pod_uid);
   if (bound.ok() && !device.empty()) bound = ctx.parts.binder->annotate(args.pod_namespace, args.pod_name, args.pod_uid, device);
   const bool annotated = bound.ok() && !device.empty();
@@ -153,8 +156,7 @@ Status bind_pod(const VerbContext& ctx, const Policy& policy, const BindingArgs&
   summary.bind_result = bound.ok() ? BindResult::kBound : BindResult::kFailed;
   if (!bound.ok() && ctx.parts.cluster) ctx.parts.cluster->release_assumed(args.pod_uid);
   if (!bound.ok() && annotated) withdraw_shared_gpu(ctx, policy, args);
-  // A group member takes its slot once bound: until then both the slot and the assumed pod count.
-  if (bound.ok() && ctx.parts.groups) ctx.parts.groups->bound(*pod, args.node);
+  if (!bound.ok() && ctx.parts.groups) ctx.parts.groups->unbound(*pod);
   if (shares_gpu && bound.ok()) {
     summary.shared_gpu_device = shared_gpu;
     summary.detail = "GPU " + std::to_string(shared_gpu) + " of " + args.node;
