@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_extender/group_plan.h"
 #include "gpu_extender/policy.h"
 
 namespace gpu_extender {
@@ -32,9 +33,28 @@ struct NodeExplanation {
   std::vector<Fact> facts;
 };
 
+// A group member's group (group_plan.h): its constraint, the domains considered with their room, the
+// choice and each member's planned node. Offline, and live before the group is planned, the plan the
+// pod would get now; live once planned, the group book's plan with the slots members took.
+struct GroupExplanation {
+  std::string group;       // "group team-a/llama (4 pods x 8 nvidia.com/gpu)"
+  std::string constraint;  // "required topology.k8s.aws/network-node-layer-3", "preferred ...", "none: ..."
+  std::string error;       // the pod's group annotations are not understood
+  GroupPlan plan;
+  bool live = false;       // the group book's plan (held), not one made for this explanation
+  size_t bound = 0;        // live: members bound
+  std::vector<std::pair<std::string, std::string>> slots;  // live: node, and the member that took it ("" open)
+};
+
+// The group explanation of `pod` over `nodes`, when it is in a group: the plan it would get now.
+std::optional<GroupExplanation> explain_group(const Policy& policy, const PodRequest& pod, std::span<const NodeInput> nodes);
+std::string render_group_table(const GroupExplanation& g);
+void append_group_json(std::string& out, const GroupExplanation& g);
+
 struct Explanation {
   std::string pod;                     // namespace/name
   std::string placement;               // binpack or spread (the pod's placement annotation)
+  std::optional<GroupExplanation> group;
   std::vector<NodeExplanation> nodes;  // best first: passing by final, combined, name; then refused by name
 };
 

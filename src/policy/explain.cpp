@@ -43,11 +43,14 @@ Explanation explain(const Policy& policy, const PodRequest& pod, std::span<const
       if (const auto gpus = shared_gpus(nodes[i]))
         out.nodes.back().facts.push_back({"sharedGpus", describe_shared_gpus(*gpus, policy.config().shared_gpu_memory_unit),
                                           schema.resources.name(ViewSchema::kSharedGpuMemory)});
+    if (std::string path = describe_domain_path(node, schema); !path.empty())
+      out.nodes.back().facts.push_back({"topology", std::move(path), "topology.levels"});
     if (verdicts[i].passed()) {
       passing.push_back(nodes[i]);
       passing_index.push_back(i);
     }
   }
+  out.group = explain_group(policy, pod, nodes);
   ScoreSheet sheet;
   policy.score(pod, passing, sheet);
   for (size_t k = 0; k < passing.size(); ++k) {
@@ -113,8 +116,13 @@ std::string render_explanation_table(const Explanation& e) {
   std::vector<size_t> width(head.size(), 0);
   for (const auto& r : rows)
     for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
-  std::string out = "pod " + e.pod + " (placement " + e.placement + "): " +
-                    (best_node(e) ? "best node " + best_node(e)->node : std::string("no node passes")) + "\n";
+  // A group member goes where its group's plan says, whatever the policy's best is.
+  std::string verdict = best_node(e) ? "best node " + best_node(e)->node : std::string("no node passes");
+  if (e.group)
+    verdict = e.group->plan.planned && !e.group->plan.slots.empty() ? "planned node " + e.group->plan.slots.front()
+                                                                    : "no node: its group is not planned";
+  std::string out = "pod " + e.pod + " (placement " + e.placement + "): " + verdict + "\n";
+  if (e.group) out += render_group_table(*e.group);
   for (const auto& r : rows) {
     std::string line;
     for (size_t c = 0; c < r.size(); ++c) {
@@ -135,6 +143,10 @@ std::string render_explanation_json(const Explanation& e) {
   out += ",\"best\":";
   if (const NodeExplanation* best = best_node(e)) append_json_string(out, best->node);
   else out += "null";
+  if (e.group) {
+    out += ",\"group\":";
+    append_group_json(out, *e.group);
+  }
   out += ",\"nodes\":[";
   for (size_t i = 0; i < e.nodes.size(); ++i) {
     const NodeExplanation& n = e.nodes[i];

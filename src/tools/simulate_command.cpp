@@ -1,7 +1,9 @@
 // gpu-extender simulate: place pending pods one after another (filter, score, choose the best, count it
 // on its node), as the scheduler would with this policy, on a cluster described by files.
 #include <cstdio>
+#include <deque>
 #include <iomanip>
+#include <map>
 
 #include "gpu_extender/explain.h"
 #include "gpu_extender/gpu_share.h"
@@ -46,6 +48,12 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out, std::o
     const bool json = flags.get("--format") == "json";
     std::string json_out = "[";
     if (!json) out << std::left << std::setw(28) << "POD" << std::setw(20) << "NODE" << std::setw(7) << "SCORE" << "WHY\n";
+    struct GroupSlots {
+      bool planned = false;
+      std::string where;
+      std::deque<std::string> slots;  // planned nodes no member has taken yet
+    };
+    std::map<std::string, GroupSlots> groups;
     for (size_t p = 0; p < pending.size(); ++p) {
       const PodRequest& pod = pending[p];
       std::vector<NodeInput> inputs;
@@ -57,7 +65,29 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out, std::o
       const NodeExplanation* best = best_node(e);
       std::string why;
       int shared_gpu = -1;
-      if (best) {
+      if (e.group) {
+        // A group member: the first one's plan holds every member's node at once (as the extender
+        // does); each member then takes the next planned node.
+        best = nullptr;
+        GroupSlots& group = groups[PendingPod::group_key_of(pod)];
+        if (!group.planned && e.group->plan.planned) {
+          group.planned = true;
+          group.where = e.group->plan.domains.empty() ? std::string() : e.group->plan.domains.front();
+          for (const std::string& node : e.group->plan.slots) {
+            group.slots.push_back(node);
+            usage[node].add(pod.requests);
+          }
+        }
+        if (!group.slots.empty()) {
+          for (const NodeExplanation& n : e.nodes)
+            if (n.node == group.slots.front()) best = &n;
+          group.slots.pop_front();
+          why = "group plan: " + group.where;
+        } else {
+          why = "unschedulable: " + (e.group->error.empty() ? (group.planned ? "its group is placed already" : e.group->plan.reason)
+                                                            : e.group->error);
+        }
+      } else if (best) {
         // The pod holds what it requests; its shared GPU memory on the device /bind would choose.
         ResourceAmounts held = pod.requests;
         if (pod.wants_shared_gpu())
@@ -87,7 +117,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out, std::o
         json_out += ",\"explanation\":" + render_explanation_json(e) + "}";
       } else {
         out << std::setw(28) << e.pod << std::setw(20) << (best ? best->node : "-") << std::setw(7)
-            << (best ? std::to_string(best->final_score) : "-") << why << "\n";
+            << (best && best->final_score >= 0 ? std::to_string(best->final_score) : "-") << why << "\n";
       }
     }
     if (json) out << json_out << "]\n";

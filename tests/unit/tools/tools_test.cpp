@@ -174,3 +174,33 @@ TEST_CASE("explain and simulate: errors name the file and the field") {
   CHECK(run_explain({"--bogus", "x"}, out, err) == 2);
   CHECK(err.str() == "gpu-extender explain: unknown flag --bogus\n");
 }
+
+TEST_CASE("simulate and explain: distributed jobs on the EKS fleet of three layer-3 blocks") {
+  const std::vector<std::string> files{"--nodes", example("topology/nodes.yaml"), "--pods-snapshot",
+                                       example("topology/pods-running.yaml")};
+  std::vector<std::string> args = files;
+  args.insert(args.end(), {"--place", example("topology/place.yaml")});
+  const json result = simulate(args);
+  // llama (4 x 8, required layer 3) takes block b whole (the only one with room for 4), eval-0 packs
+  // onto block a, mistral (3 x 8, preferred) fills block c; gemma (4 x 8, required) fits no block: all wait.
+  CHECK(placements(result) == std::vector<std::string>{"p5-b0", "p5-b1", "p5-b2", "p5-b3", "p5-a2", "p5-c1", "p5-c2",
+                                                       "p5-c3", "-", "-", "-", "-"});
+  CHECK(result[8]["explanation"]["group"]["reason"] ==
+        "group team-a/gemma (4 pods x 8 nvidia.com/gpu) needs one topology.k8s.aws/network-node-layer-3 domain; the "
+        "best, nn-3a, has room for 1");
+
+  std::ostringstream out, err;
+  args = files;
+  args.insert(args.end(), {"--pod", example("topology/pod.yaml"), "--format", "json"});
+  REQUIRE(run_explain(args, out, err) == 0);
+  const json e = json::parse(out.str());
+  CHECK(e["group"]["constraint"] == "required topology.k8s.aws/network-node-layer-3");
+  CHECK(e["group"]["domains"] == json::array({"us-east-1a/nn-1a/nn-2a/nn-3b"}));
+  CHECK(e["group"]["considered"][0]["room"] == 4);
+  CHECK(e["group"]["considered"].size() == 3);
+  CHECK(e["group"]["members"].size() == 4);
+  const json b0 = node_named(e["nodes"], "p5-b0");
+  REQUIRE(!b0.is_null());
+  CHECK(b0["facts"]["topology"]["value"].get<std::string>().find("nn-3b (topology.k8s.aws/network-node-layer-3)") !=
+        std::string::npos);
+}
