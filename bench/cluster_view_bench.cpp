@@ -16,6 +16,7 @@
 
 #include "bench_support.h"
 #include "gpu_extender/cluster_view.h"
+#include "gpu_extender/group_book.h"
 #include "verb_timing.h"
 
 using namespace gpu_extender;
@@ -211,6 +212,36 @@ void report(const Figures& f, const char* out_path) {
 
 }  // namespace
 
+// A member of a 64-pod group (preferred layer 3) in names mode, every node feasible: the first /filter
+// plans the group and holds its room; the member's later /filter and /prioritize follow the plan, as
+// every member after the first does. Printed, not in the JSON figures.
+void time_group_member(const NodeEvents& nodes, const ViewSchema& schema, const std::shared_ptr<const Policy>& policy,
+                       const std::string& names_body) {
+  std::shared_ptr<ClusterView> view = view_of(nodes, schema, true);
+  view->mark_nodes_synced();
+  view->mark_pods_synced();
+  ServiceParts parts{policy, nullptr, view, nullptr};
+  parts.groups = std::make_shared<GroupBook>(view);
+  const ExtenderService service(parts);
+  nlohmann::json body = nlohmann::json::parse(names_body);
+  auto& annotations = body["Pod"]["metadata"]["annotations"];
+  annotations["gpu.nvidia.com/group"] = "bench";
+  annotations["gpu.nvidia.com/group-size"] = "64";
+  annotations["gpu.nvidia.com/preferred-topology"] = "topology.k8s.aws/network-node-layer-3";
+  const std::string member_body = body.dump();
+  const VerbSummary first = checked_filter(service, member_body, "a group's first member");
+  const GroupBook::Stats stats = parts.groups->stats();
+  if (stats.planned != 1) {
+    std::cerr << "a group's first member: the group was not planned\n";
+    std::exit(1);
+  }
+  const bench::VerbTimings member = bench::time_verbs(service, member_body);
+  std::printf("names mode, %zu nodes, a member of a planned 64-pod group: filter p50 %.3f ms (p90 %.3f), prioritize "
+              "p50 %.3f ms (p90 %.3f); %zu nodes pass; planning %.3f ms\n",
+              nodes.names.size(), member.filter.median_ms, member.filter.p90_ms, member.prioritize.median_ms,
+              member.prioritize.p90_ms, first.nodes_out, stats.last_planning_seconds * 1e3);
+}
+
 int main(int argc, char** argv) {
   if (argc < 4) {
     std::cerr << "usage: cluster_view_bench OUT.json FULL_BODY.json NAMES_BODY.json [PODS]\n";
@@ -257,6 +288,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const bench::VerbTimings all_fit = bench::time_cycles_as_scheduled(all_fit_service, bodies, pod_text);
+  time_group_member(nodes, schema, policy, names_body);
   // Where a request's time goes: parsing the body alone, and parsing plus looking the names up.
   std::vector<std::string> padded(bodies.begin(), bodies.end());
   for (std::string& b : padded) b.reserve(b.size() + kJsonPadding);

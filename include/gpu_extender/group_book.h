@@ -48,10 +48,11 @@ class GroupBook {
     std::string plan;               // kPlanned: where the group goes, for reasons ("nn-c: 3 nodes")
   };
   // A member of `spec` (or `spec_error` when its group annotations are not understood) at /filter or
-  // /prioritize, with the nodes the scheduler sent and their usage: its group's plan, made now if it
-  // has none.
+  // /prioritize: its group's plan, made now if it has none, over `candidates()` (the nodes the
+  // scheduler sent, with their usage: called only to plan, so a planned group's members skip it).
+  using Candidates = std::function<std::span<const NodeInput>()>;
   Admission admit(const PodRequest& pod, const GroupSpec& spec, const std::string& spec_error, const Policy& policy,
-                  std::span<const NodeInput> candidates);
+                  const Candidates& candidates);
   // Member `pod` was bound to `node` by /bind: it takes a slot there (or, elsewhere, the last one left).
   // Called as /bind counts the pod on its node, before the API call.
   void bound(const PendingPod& pod, const std::string& node);
@@ -102,7 +103,7 @@ class GroupBook {
   void take_slot(Group& group, const std::string& uid, const std::string& node);
   void release_all(Group& group);
   // A new plan for `group`'s members still to place, holding its room; false with `reason` when none.
-  bool plan(Group& group, const Policy& policy, std::span<const NodeInput> candidates, std::string& reason,
+  bool plan(Group& group, const Policy& policy, const Candidates& candidates, std::string& reason,
             std::string& reason_kind);
   Admission planned_admission(const Group& group) const;
 

@@ -64,7 +64,7 @@ GroupBook::Admission GroupBook::planned_admission(const Group& group) const {
   return a;
 }
 
-bool GroupBook::plan(Group& group, const Policy& policy, std::span<const NodeInput> candidates, std::string& reason,
+bool GroupBook::plan(Group& group, const Policy& policy, const Candidates& candidates, std::string& reason,
                      std::string& reason_kind) {
   const auto started = Clock::now();
   // The bound members' nodes, so that the rest stay in their domain if they fit there.
@@ -76,7 +76,7 @@ bool GroupBook::plan(Group& group, const Policy& policy, std::span<const NodeInp
   request.policy = &policy;
   request.spec = &group.spec;
   request.member = &group.member;
-  request.nodes = candidates;
+  request.nodes = candidates();
   request.needed = group.spec.size - static_cast<int64_t>(group.bound.size());
   for (const auto& node : bound_nodes)
     if (node) request.bound_nodes.push_back(&node->view());
@@ -102,7 +102,7 @@ bool GroupBook::plan(Group& group, const Policy& policy, std::span<const NodeInp
 }
 
 GroupBook::Admission GroupBook::admit(const PodRequest& pod, const GroupSpec& spec, const std::string& spec_error,
-                                      const Policy& policy, std::span<const NodeInput> candidates) {
+                                      const Policy& policy, const Candidates& candidates) {
   std::lock_guard lock(mutex_);
   Admission a;
   if (!spec_error.empty()) {

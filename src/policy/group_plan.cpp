@@ -29,20 +29,42 @@ int64_t free_gpus(const NodeInput& in) {
 
 int64_t used_gpus(const NodeInput& in) { return in.used ? in.used->get(ViewSchema::kGpuResource) / 1000 : 0; }
 
-// How many members fit on the node at once, up to `cap`: each judged by the policy with those before it
+// The most members the node's free amounts could take, by arithmetic alone (at least 1, at most `cap`):
+// an upper bound on its room, since every resource a member asks must fit.
+int64_t room_bound(const PodFacts& member, const NodeInput& in, int64_t cap) {
+  int64_t bound = cap;
+  for (size_t r = 0; r < kMaxNamedResources; ++r) {
+    const int64_t asked = member.requested(r);
+    const std::optional<int64_t> offered = in.node->offered(r);
+    if (asked <= 0 || !offered) continue;
+    const int64_t used = in.used ? in.used->get(r) : 0;
+    bound = std::min(bound, std::max<int64_t>((*offered - used) / asked, 1));
+  }
+  return std::max<int64_t>(bound, 1);
+}
+
+// Whether `count` members fit on the node at once: the policy's verdict on the last, with the others
 // counted on the node.
+bool fits_stacked(const Policy& policy, const PodFacts& member, const NodeInput& in, int64_t count,
+                  std::vector<NodeVerdict>& scratch) {
+  ResourceAmounts used = in.used ? *in.used : ResourceAmounts{};
+  for (int64_t k = 1; k < count; ++k) used.add(member.requests);
+  NodeInput probe = in;
+  probe.used = &used;
+  policy.filter(member, {&probe, 1}, scratch);
+  return scratch[0].passed();
+}
+
+// How many members fit on the node at once, up to `cap`. The rules are monotone in usage (more in use
+// never fits better), so the arithmetic bound is tried first: where it fits (almost always), that is the
+// room, in one evaluation instead of one per member; else members are stacked one by one.
 int64_t room_on(const Policy& policy, const PodFacts& member, const NodeInput& in, int64_t cap,
                 std::vector<NodeVerdict>& scratch) {
-  ResourceAmounts used = in.used ? *in.used : ResourceAmounts{};
-  int64_t room = 0;
-  while (room < cap) {
-    NodeInput probe = in;
-    probe.used = &used;
-    policy.filter(member, {&probe, 1}, scratch);
-    if (!scratch[0].passed()) break;
-    used.add(member.requests);
-    ++room;
-  }
+  if (cap <= 0 || !fits_stacked(policy, member, in, 1, scratch)) return 0;
+  const int64_t bound = room_bound(member, in, cap);
+  if (bound == 1 || fits_stacked(policy, member, in, bound, scratch)) return bound;
+  int64_t room = 1;
+  while (room + 1 < bound && fits_stacked(policy, member, in, room + 1, scratch)) ++room;
   return room;
 }
 

@@ -49,13 +49,19 @@ struct PrioritizeScratch {
   std::vector<int64_t> scores;           // per name
 };
 
-// A group member's verdicts (verbs/group_member.h), per name of the request.
+// A group member's verdicts (verbs/group_member.h), per name of the request. Every node outside the
+// plan (or every node, when the group is refused) shares one verdict: a member of a planned group is
+// judged on its few planned nodes only, not once per node sent.
 struct GroupScratch {
-  std::vector<NodeInput> candidates;  // the request's nodes the extender knows, with usage
-  std::vector<NodeVerdict> verdicts;
-  std::vector<std::string> reason_json;  // names mode: each name's own reason as JSON, when it has one
-  std::string shared_reason_json;        // the one reason of every node outside the plan (or of all)
-  std::vector<EncodedVerdict> encoded;   // names mode: what the answer writes for each name
+  std::vector<NodeInput> candidates;      // the nodes sent with usage, built only when the group is planned now
+  NodeVerdict refused;                    // the verdict every node outside the plan shares
+  std::string refused_json;               // its reason as JSON
+  std::vector<NodeVerdict> planned;       // the planned nodes' own verdicts
+  std::vector<std::string> planned_json;  // their reasons as JSON
+  std::vector<const NodeVerdict*> verdict_of;  // per name: `refused` or one of `planned`
+  std::vector<EncodedVerdict> encoded;    // names mode: what the answer writes for each name
+  std::vector<NodeVerdict> verdicts;      // full mode: each name's verdict, as the encoder takes them
+  std::vector<NodeVerdict> one;           // the policy's working space for one node
   GroupBook::Admission admission;
 };
 

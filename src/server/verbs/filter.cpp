@@ -87,8 +87,7 @@ int filter(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
   }
   const bool member = group == GroupJudgement::kJudged;
   if (member) {
-    for (size_t i = 0; i < scratch.verdict_of.size(); ++i) scratch.verdict_of[i] = &ws.group.verdicts[i];
-    if (!args.full_mode) scratch.encoded = ws.group.encoded;
+    scratch.verdict_of = ws.group.verdict_of;
   } else if (args.full_mode) {
     gather_full_mode(ctx, ws, args);
     ws.policy->filter(args.pod, ws.full.inputs, scratch.verdicts);
@@ -100,7 +99,7 @@ int filter(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
   if (args.full_mode) {
     encode_filter_result(args, member ? ws.group.verdicts : scratch.verdicts, ws.answer);  // reasons escaped there
   } else {
-    const ByteRange names = encode_filter_result(args, scratch.encoded, ws.answer);
+    const ByteRange names = encode_filter_result(args, member ? ws.group.encoded : scratch.encoded, ws.answer);
     // The list /prioritize will be sent (kube-scheduler passes on the answer's names, in order).
     ws.names.remember_answer(std::string_view(ws.answer).substr(names.begin, names.end - names.begin),
                              scratch.passing_slots);

@@ -11,18 +11,19 @@ namespace {
 
 constexpr std::string_view kGroupRule = "group";  // the rule named for refusals of the plan
 
-// The request's nodes that the extender knows, with their usage: the planning candidates.
-void gather_candidates(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args) {
+// The request's nodes that the extender knows, with their usage: the planning candidates. Names mode
+// has looked the names up already (judge_group_member).
+std::span<const NodeInput> gather_candidates(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args) {
   GroupScratch& g = ws.group;
   g.candidates.clear();
   if (args.full_mode) {
     gather_full_mode(ctx, ws, args);
     g.candidates = ws.full.inputs;
-    return;
+  } else {
+    for (const uint32_t slot : ws.names.slots())
+      if (slot != NodeMemo::kNoSlot) g.candidates.push_back(ws.names.input(slot));
   }
-  ws.names.lookup(*ctx.parts.cluster, args);
-  for (const uint32_t slot : ws.names.slots())
-    if (slot != NodeMemo::kNoSlot) g.candidates.push_back(ws.names.input(slot));
+  return g.candidates;
 }
 
 // The node of name i of the request, or null when the extender does not know it.
@@ -32,23 +33,24 @@ const NodeView* node_of(const Workspace& ws, const ExtenderArgs& args, size_t i)
   return slot == NodeMemo::kNoSlot ? nullptr : ws.names.input(slot).node;
 }
 
-// Every name refused with one reason.
+// Every name given the one shared verdict.
 void refuse_all(Workspace& ws, size_t count, Fit fit, const std::string& reason) {
   GroupScratch& g = ws.group;
-  g.verdicts.assign(count, NodeVerdict{fit, reason, kGroupRule});
-  g.shared_reason_json.clear();
-  append_json_string(g.shared_reason_json, reason);
-  g.encoded.assign(count, EncodedVerdict{fit, g.shared_reason_json});
+  g.refused = NodeVerdict{fit, reason, kGroupRule};
+  g.refused_json.clear();
+  append_json_string(g.refused_json, reason);
+  g.verdict_of.assign(count, &g.refused);
+  g.encoded.assign(count, EncodedVerdict{fit, g.refused_json});
 }
 
 // A planned node with a slot left: the policy's verdict, the slot held for this member taken off.
-NodeVerdict judge_planned(const VerbContext& ctx, const Workspace& ws, const ExtenderArgs& args, const NodeView& node) {
+void judge_planned(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args, const NodeView& node,
+                   NodeVerdict& out) {
   ResourceAmounts used = ctx.parts.cluster->used_on(node.name).value_or(ResourceAmounts{});
   used.subtract(args.pod.requests);
   NodeInput probe(&node, &used);
-  std::vector<NodeVerdict> one;
-  ws.policy->filter(args.pod, {&probe, 1}, one);
-  return one[0];
+  ws.policy->filter(args.pod, {&probe, 1}, ws.group.one);
+  out = std::move(ws.group.one[0]);
 }
 
 }  // namespace
@@ -63,27 +65,37 @@ GroupJudgement judge_group_member(const VerbContext& ctx, Workspace& ws, const E
             "--kubeconfig) to see every node's usage and hold the group's room; this extender has none";
     return GroupJudgement::kNoClusterView;
   }
-  gather_candidates(ctx, ws, args);
+  if (!args.full_mode) ws.names.lookup(*ctx.parts.cluster, args);
   GroupScratch& g = ws.group;
-  g.admission = ctx.parts.groups->admit(args.pod, *spec, spec_error, *ws.policy, g.candidates);
+  g.admission = ctx.parts.groups->admit(args.pod, *spec, spec_error, *ws.policy,
+                                        [&] { return gather_candidates(ctx, ws, args); });
   const size_t count = args.node_names.size();
   using Kind = GroupBook::Admission::Kind;
   if (g.admission.kind == Kind::kBeyondSize) return GroupJudgement::kNotMember;
   if (g.admission.kind == Kind::kRefused) {
     refuse_all(ws, count, g.admission.fit, g.admission.reason);
-    return GroupJudgement::kJudged;
+  } else {
+    refuse_all(ws, count, Fit::kResolvable, "outside the plan: " + g.admission.plan);
+    const std::vector<std::string>& open = g.admission.open;
+    g.planned.resize(open.size());  // sized first: verdict_of points into it
+    g.planned_json.resize(open.size());
+    size_t judged = 0;
+    for (size_t i = 0; i < count && judged < open.size(); ++i) {
+      if (!std::binary_search(open.begin(), open.end(), args.node_names[i])) continue;
+      const NodeView* node = node_of(ws, args, i);
+      if (!node) continue;  // not in the cache: refused as outside what the extender can judge
+      NodeVerdict& v = g.planned[judged];
+      std::string& json = g.planned_json[judged++];
+      judge_planned(ctx, ws, args, *node, v);
+      json.clear();
+      if (!v.passed()) append_json_string(json, v.reason);
+      g.verdict_of[i] = &v;
+      g.encoded[i] = {v.fit, json};
+    }
   }
-  refuse_all(ws, count, Fit::kResolvable, "outside the plan: " + g.admission.plan);
-  g.reason_json.resize(count);
-  const std::vector<std::string>& open = g.admission.open;
-  for (size_t i = 0; i < count; ++i) {
-    if (!std::binary_search(open.begin(), open.end(), args.node_names[i])) continue;
-    const NodeView* node = node_of(ws, args, i);
-    if (!node) continue;  // not in the cache: refused as outside what the extender can judge
-    g.verdicts[i] = judge_planned(ctx, ws, args, *node);
-    g.reason_json[i].clear();
-    if (!g.verdicts[i].passed()) append_json_string(g.reason_json[i], g.verdicts[i].reason);
-    g.encoded[i] = {g.verdicts[i].fit, g.reason_json[i]};
+  if (args.full_mode) {  // the encoder takes a verdict per node
+    g.verdicts.clear();
+    for (const NodeVerdict* v : g.verdict_of) g.verdicts.push_back(*v);
   }
   return GroupJudgement::kJudged;
 }

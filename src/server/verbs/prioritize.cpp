@@ -79,7 +79,7 @@ int prioritize(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
     // A group member: its planned nodes with a slot left first, the rest nowhere.
     scratch.scores.assign(args.node_names.size(), 0);
     for (size_t i = 0; i < scratch.scores.size(); ++i)
-      if (ws.group.verdicts[i].passed()) scratch.scores[i] = kMaxExtenderPriority;
+      if (ws.group.verdict_of[i]->passed()) scratch.scores[i] = kMaxExtenderPriority;
   } else {
     if (args.full_mode) score_full_mode(ctx, ws, args);
     else score_names_mode(ctx, ws, args);

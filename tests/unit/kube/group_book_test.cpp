@@ -68,7 +68,7 @@ GroupBook::Admission admit(GroupBook& book, Cluster& c, const PodRequest& pod) {
   std::string error;
   const auto spec = group_spec_of(pod, c.policy->schema(), error);
   REQUIRE(spec);
-  return book.admit(pod, *spec, error, *c.policy, c.candidates());
+  return book.admit(pod, *spec, error, *c.policy, [&] { return c.candidates(); });
 }
 
 }  // namespace
