@@ -228,18 +228,28 @@ void time_group_member(const NodeEvents& nodes, const ViewSchema& schema, const 
   annotations["gpu.nvidia.com/group"] = "bench";
   annotations["gpu.nvidia.com/group-size"] = "64";
   annotations["gpu.nvidia.com/preferred-topology"] = "topology.k8s.aws/network-node-layer-3";
-  const std::string member_body = body.dump();
-  const VerbSummary first = checked_filter(service, member_body, "a group's first member");
+  // Planning, 21 times: each a new group's first member (the last one's room given back first).
+  std::vector<double> planning_ms;
+  std::string member_body;
+  VerbSummary first;
+  for (int k = 0; k < 21; ++k) {
+    parts.groups->expire(GroupBook::Clock::now() + parts.groups->ttl() + std::chrono::seconds(1));
+    annotations["gpu.nvidia.com/group"] = "bench-" + std::to_string(k);
+    member_body = body.dump();
+    first = checked_filter(service, member_body, "a group's first member");
+    planning_ms.push_back(parts.groups->stats().last_planning_seconds * 1e3);
+  }
   const GroupBook::Stats stats = parts.groups->stats();
-  if (stats.planned != 1) {
+  if (stats.planned != planning_ms.size()) {
     std::cerr << "a group's first member: the group was not planned\n";
     std::exit(1);
   }
+  std::sort(planning_ms.begin(), planning_ms.end());
   const bench::VerbTimings member = bench::time_verbs(service, member_body);
   std::printf("names mode, %zu nodes, a member of a planned 64-pod group: filter p50 %.3f ms (p90 %.3f), prioritize "
-              "p50 %.3f ms (p90 %.3f); %zu nodes pass; planning %.3f ms\n",
+              "p50 %.3f ms (p90 %.3f); %zu nodes pass; planning p50 %.3f ms (max %.3f)\n",
               nodes.names.size(), member.filter.median_ms, member.filter.p90_ms, member.prioritize.median_ms,
-              member.prioritize.p90_ms, first.nodes_out, stats.last_planning_seconds * 1e3);
+              member.prioritize.p90_ms, first.nodes_out, planning_ms[planning_ms.size() / 2], planning_ms.back());
 }
 
 int main(int argc, char** argv) {
