@@ -51,9 +51,12 @@ struct Cluster {
   }
 };
 
+// A member's pod, pointing into the member's own strings: never copied or moved (kept in a deque).
 struct Member {
-  std::string uid, name;
+  std::string uid, name, node;
   PodRequest pod;
+  Member(const Member&) = delete;
+  Member& operator=(const Member&) = delete;
   Member(int i, int gpus, std::string_view size) : uid("uid-w" + std::to_string(i)), name("w" + std::to_string(i)) {
     pod = test_support::gpu_pod(gpus, "A100");
     pod.name = name;
@@ -78,7 +81,7 @@ TEST_CASE("group book: the plan's room is held at once, each bind takes its slot
   GroupBook book(c.view);
   std::vector<double> placed;
   book.on_placed([&](double seconds) { placed.push_back(seconds); });
-  std::vector<Member> members;
+  std::deque<Member> members;
   for (int i = 0; i < 3; ++i) members.emplace_back(i, 8, "3");
 
   GroupBook::Admission a = admit(book, c, members[0].pod);
@@ -156,7 +159,8 @@ TEST_CASE("group book: the TTL after the last member was seen gives the room bac
 void bind_two_in_nn_b(Cluster& c) {
   for (int i = 0; i < 2; ++i) {
     Member m(i, 8, "4");
-    m.pod.node_name = "nn-b-" + std::to_string(i);
+    m.node = "nn-b-" + std::to_string(i);
+    m.pod.node_name = m.node;
     m.pod.phase = "Running";
     c.view->upsert_pod(m.pod);
   }
