@@ -61,6 +61,11 @@ std::string ApiResponse::describe() const {
   return "HTTP " + std::to_string(status) + (message.empty() ? "" : ": " + message);
 }
 
+namespace {
+// Where cpp-httplib is told to look CAs up by hash (see connect()): no such directory, so nothing is found.
+constexpr const char* kNoSystemCaDirectory = "/nonexistent/gpu-extender-trusts-only-the-cluster-ca";
+}  // namespace
+
 ApiClient::ApiClient(ApiEndpoint endpoint) : endpoint_(std::move(endpoint)) {
   std::string rest = endpoint_.server;
   tls_ = rest.rfind("https://", 0) == 0;
@@ -140,7 +145,14 @@ std::unique_ptr<httplib::ClientImpl> ApiClient::connect(std::chrono::millisecond
       std::lock_guard<std::mutex> lock(pool_mutex_);
       ca = current_ca_pem();
     }
-    if (!ca.empty()) ssl->set_ca_cert_store(ca_store_from_pem(ca).release());  // the context owns it
+    if (!ca.empty()) {
+      ssl->set_ca_cert_store(ca_store_from_pem(ca).release());  // the context owns it
+      // Given no CA path, cpp-httplib adds the system's whole CA bundle to the store on every new
+      // connection (SSL_CTX_set_default_verify_paths: ~140 certificates parsed, ~20 ms of CPU, 19% of
+      // the extender's CPU in a 500-pod burst) and so trusts public CAs for the API server too. A
+      // lookup directory that holds nothing stops both: the API server is verified against its own CA.
+      ssl->set_ca_cert_path("", kNoSystemCaDirectory);
+    }
     ssl->enable_server_certificate_verification(!endpoint_.insecure_skip_tls_verify);
     client = std::move(ssl);
   } else {

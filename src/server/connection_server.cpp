@@ -12,6 +12,9 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
 
 namespace gpu_extender {
 namespace {
@@ -88,21 +91,46 @@ class ConnectionStream final : public httplib::Stream {
 
   ssize_t write(const char* data, size_t size) override {
     if (!answer_until_) answer_until_ = Clock::now() + limits_.answer_deadline;
-    if (poll_fd(POLLOUT, wait_ms(limits_.write_timeout, *answer_until_)) <= 0) {
-      if (Clock::now() >= *answer_until_) problem_ = RequestProblem::kTimedOut;
-      return -1;
-    }
     if (ssl_ != nullptr) {
+      if (poll_fd(POLLOUT, wait_ms(limits_.write_timeout, *answer_until_)) <= 0) {
+        if (Clock::now() >= *answer_until_) problem_ = RequestProblem::kTimedOut;
+        return -1;
+      }
       const int chunk = static_cast<int>(std::min<size_t>(size, 1 << 30));
       const int n = SSL_write(ssl_, data, chunk);
       return n > 0 ? n : -1;
     }
-    const ssize_t n = ::send(fd_, data, size, MSG_NOSIGNAL);
-    return n >= 0 ? n : -1;
+    // cpp-httplib writes an answer's headers and body apart: small answers leave in one send (flush()
+    // after each request), larger ones after what is held.
+    if (unsent_.size() + size <= kCoalesceBytes) {
+      unsent_.append(data, size);
+      return static_cast<ssize_t>(size);
+    }
+    if (!flush()) return -1;
+    return send_some(data, size);
   }
 
-  void get_remote_ip_and_port(std::string& ip, int& port) const override { address_of(::getpeername, ip, port); }
-  void get_local_ip_and_port(std::string& ip, int& port) const override { address_of(::getsockname, ip, port); }
+  // Sends what write() holds; false when the client stopped taking it in time.
+  bool flush() {
+    size_t sent = 0;
+    while (sent < unsent_.size()) {
+      const ssize_t n = send_some(unsent_.data() + sent, unsent_.size() - sent);
+      if (n < 0) return false;
+      sent += static_cast<size_t>(n);
+    }
+    unsent_.clear();
+    return true;
+  }
+
+  // Asked by cpp-httplib for every request: looked up once a connection.
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    if (!remote_) remote_ = address_of(::getpeername);
+    std::tie(ip, port) = *remote_;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    if (!local_) local_ = address_of(::getsockname);
+    std::tie(ip, port) = *local_;
+  }
   socket_t socket() const override { return fd_; }
 
  private:
@@ -112,13 +140,18 @@ class ConnectionStream final : public httplib::Stream {
     return ssl_ != nullptr ? SSL_pending(ssl_) > 0 || tls_peeked_ : buffered_begin_ < buffered_end_;
   }
 
-  // Waits (bounded by the read timeout and the request's deadlines) and reads what is there.
+  // Waits (bounded by the read timeout and the request's deadlines) and reads what is there. Plain
+  // HTTP takes what has arrived without waiting first: a request's bytes are mostly there already.
   ssize_t fill() {
     if (in_request_) {
       const auto until = in_headers_ ? std::min(header_until_, request_until_) : request_until_;
       if (Clock::now() >= until) {  // however steadily the bytes come
         problem_ = RequestProblem::kTimedOut;
         return -1;
+      }
+      if (ssl_ == nullptr) {
+        const ssize_t n = receive(MSG_DONTWAIT);
+        if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return n;
       }
       const int ready = poll_fd(POLLIN, wait_ms(limits_.read_timeout, until));
       if (ready <= 0) {
@@ -133,10 +166,15 @@ class ConnectionStream final : public httplib::Stream {
       tls_peeked_ = n > 0;
       return n > 0 ? n : -1;
     }
+    return receive(0);
+  }
+
+  // One recv into buffer_ (plain HTTP), which then holds what it read.
+  ssize_t receive(int flags) {
     buffered_begin_ = 0;
     ssize_t n = -1;
     do {
-      n = ::recv(fd_, buffer_.data(), buffer_.size(), 0);
+      n = ::recv(fd_, buffer_.data(), buffer_.size(), flags);
     } while (n < 0 && errno == EINTR);
     buffered_end_ = n > 0 ? static_cast<size_t>(n) : 0;
     return n;
@@ -166,18 +204,31 @@ class ConnectionStream final : public httplib::Stream {
     return static_cast<int>(std::max<int64_t>(wait.count(), 0));
   }
 
-  void address_of(int (*name_of)(int, sockaddr*, socklen_t*), std::string& ip, int& port) const {
+  using Address = std::pair<std::string, int>;
+  Address address_of(int (*name_of)(int, sockaddr*, socklen_t*)) const {
     sockaddr_storage addr{};
     socklen_t length = sizeof addr;
-    ip.clear();
-    port = 0;
-    if (name_of(fd_, reinterpret_cast<sockaddr*>(&addr), &length) != 0) return;
+    if (name_of(fd_, reinterpret_cast<sockaddr*>(&addr), &length) != 0) return {};
     std::array<char, NI_MAXHOST> host{};
     std::array<char, NI_MAXSERV> service{};
     if (getnameinfo(reinterpret_cast<sockaddr*>(&addr), length, host.data(), host.size(), service.data(),
-                    service.size(), NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
-      ip = host.data();
-      port = std::atoi(service.data());
+                    service.size(), NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+      return {};
+    return {host.data(), std::atoi(service.data())};
+  }
+
+  // Plain HTTP: sends what the socket takes now, waiting (within the answer's deadline) only when it
+  // takes nothing; the bytes sent, or -1.
+  ssize_t send_some(const char* data, size_t size) {
+    while (true) {
+      const ssize_t n = ::send(fd_, data, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n >= 0) return n;
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
+      if (poll_fd(POLLOUT, wait_ms(limits_.write_timeout, *answer_until_)) <= 0) {
+        if (Clock::now() >= *answer_until_) problem_ = RequestProblem::kTimedOut;
+        return -1;
+      }
     }
   }
 
@@ -194,6 +245,9 @@ class ConnectionStream final : public httplib::Stream {
   std::optional<Clock::time_point> answer_until_;
   RequestProblem problem_ = RequestProblem::kNone;
   bool close_requested_ = false;
+  static constexpr size_t kCoalesceBytes = size_t{64} * 1024;
+  std::string unsent_;  // plain HTTP: the answer's bytes written and not sent yet
+  mutable std::optional<Address> remote_, local_;
 };
 
 // The connection this thread serves. A thread-local, not a parameter: cpp-httplib calls the routing
@@ -280,6 +334,7 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
       graceful = process_request(stream, last, closed, [ssl](httplib::Request& req) { req.ssl = ssl; });
       if (!graceful && stream.problem() != RequestProblem::kNone && !stream.answered())
         answer_problem(stream, stream.problem());  // cut off in the request line: cpp-httplib said nothing
+      if (!stream.flush()) graceful = false;
       // After a cut-off request the rest of the stream cannot be framed: close.
       if (!graceful || closed || stream.problem() != RequestProblem::kNone || stream.close_requested()) break;
       --left;
