@@ -1,5 +1,6 @@
 #include "common/file_text.h"
 #include "api_client.h"
+#include "buffered_client.h"
 #include "common/openssl_handles.h"
 
 #include <httplib.h>
@@ -136,9 +137,9 @@ std::unique_ptr<httplib::ClientImpl> ApiClient::connect(std::chrono::millisecond
       const EvpKeyHandle key(
           PEM_read_bio_PrivateKey(memory_bio(endpoint_.client_key_pem).get(), nullptr, nullptr, nullptr));
       if (!cert || !key) throw KubeConfigError("the client certificate or key is not valid PEM");
-      ssl = std::make_unique<httplib::SSLClient>(host_, port_, cert.get(), key.get());  // the context takes references
+      ssl = make_buffered_tls_client(host_, port_, cert.get(), key.get());  // the context takes references
     } else {
-      ssl = std::make_unique<httplib::SSLClient>(host_, port_);
+      ssl = make_buffered_tls_client(host_, port_, nullptr, nullptr);
     }
     std::string ca;
     {
@@ -156,11 +157,12 @@ std::unique_ptr<httplib::ClientImpl> ApiClient::connect(std::chrono::millisecond
     ssl->enable_server_certificate_verification(!endpoint_.insecure_skip_tls_verify);
     client = std::move(ssl);
   } else {
-    client = std::make_unique<httplib::ClientImpl>(host_, port_);
+    client = make_buffered_client(host_, port_);
   }
   client->set_connection_timeout(std::chrono::seconds(5));
-  // cpp-httplib writes a request's headers and body apart: with Nagle on, the body waits for the
-  // server's delayed ACK (40 ms per bind). Go's net package, on the other side, sets TCP_NODELAY too.
+  // A request leaves in one write (buffered_client.h), and must leave at once: with Nagle on, a
+  // write that follows an unacknowledged one waits for the server's delayed ACK (40 ms). Go's net
+  // package, on the other side, sets TCP_NODELAY too.
   client->set_tcp_nodelay(true);
   client->set_read_timeout(read_timeout);
   client->set_write_timeout(std::chrono::seconds(10));

@@ -1,5 +1,7 @@
 #include "connection_server.h"
 
+#include "common/wait_for_socket.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -186,15 +188,7 @@ class ConnectionStream final : public httplib::Stream {
     return n > 0 ? n : -1;
   }
 
-  int poll_fd(short events, int timeout_ms) const {
-    pollfd p{fd_, events, 0};
-    int r = 0;
-    do {
-      r = ::poll(&p, 1, timeout_ms);
-    } while (r < 0 && errno == EINTR);
-    if (r > 0 && (p.revents & (POLLERR | POLLNVAL)) != 0 && (p.revents & events) == 0) return -1;
-    return r;
-  }
+  int poll_fd(short events, int timeout_ms) const { return wait_for_socket(fd_, events, timeout_ms); }
 
   // The shorter of the per-read timeout and what is left before `until`, in ms (0 once past it).
   static int wait_ms(std::chrono::seconds timeout, Clock::time_point until) {

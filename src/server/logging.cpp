@@ -3,6 +3,9 @@
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include "batched_log_sink.h"
 
 #include "common/json_writer.h"
 
@@ -42,7 +45,18 @@ class EscapedMessageFlag final : public spdlog::custom_flag_formatter {
 }  // namespace
 
 void configure_logging(const std::string& level, const std::string& format) {
-  auto logger = spdlog::stderr_color_mt("gpu-extender");
+  // A terminal gets each line as it is logged, in colour; a pipe (a container runtime, a test) gets
+  // lines in batches: one write a batch instead of one a request (batched_log_sink.h).
+  std::shared_ptr<spdlog::logger> logger;
+  const bool terminal = isatty(STDERR_FILENO) == 1;
+  if (terminal) {
+    logger = spdlog::stderr_color_mt("gpu-extender");
+  } else {
+    constexpr auto kBatchFor = std::chrono::milliseconds(50);
+    constexpr size_t kMaxHeld = size_t{4} << 20;
+    logger = std::make_shared<spdlog::logger>("gpu-extender",
+                                              std::make_shared<BatchedLogSink>(STDERR_FILENO, kBatchFor, kMaxHeld));
+  }
   if (format == "json") {
     auto formatter = std::make_unique<spdlog::pattern_formatter>();
     formatter->add_flag<JsonMessageFlag>('*').set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","msg":%*})");
@@ -53,7 +67,9 @@ void configure_logging(const std::string& level, const std::string& format) {
     logger->set_formatter(std::move(formatter));
   }
   logger->set_level(spdlog::level::from_str(level));
-  logger->flush_on(spdlog::level::info);
+  // Warnings and errors are written before the call that logs them returns (the batched sink writes
+  // them at once, and what came before them).
+  logger->flush_on(terminal ? spdlog::level::info : spdlog::level::warn);
   spdlog::set_default_logger(logger);
 }
 

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "../unit/test_support.h"
+#include "api_client_support.h"
 #include "fake_api_server.h"
 #include "lease_support.h"
 #include "kube/lease_elector.h"
@@ -16,14 +17,6 @@ namespace {
 
 const std::string kNs = "gpu-extender", kLease = "gpu-extender-deletion-costs";
 
-std::shared_ptr<kube::ApiClient> client_for(FakeApiServer& api) {
-  ApiEndpoint endpoint;
-  endpoint.server = api.url();
-  endpoint.token = "test-token";
-  endpoint.ca_pem = test_support::read_file(test_support::TestCertificate::get().cert_file);
-  return std::make_shared<kube::ApiClient>(endpoint);
-}
-
 kube::LeaseConfig fast(const std::string& identity) {
   using std::chrono::milliseconds;
   return {"gpu-extender", "gpu-extender-deletion-costs", identity, milliseconds(1500), milliseconds(1000),
@@ -35,8 +28,8 @@ kube::LeaseConfig fast(const std::string& identity) {
 TEST_CASE("lease: one leader at a time, released on stop, taken over by the other") {
   FakeApiServer api;
   std::atomic<int> changes{0};
-  kube::LeaseElector a(client_for(api), fast("replica-a"), [&](bool) { ++changes; });
-  kube::LeaseElector b(client_for(api), fast("replica-b"));
+  kube::LeaseElector a(test_support::api_client_for(api), fast("replica-a"), [&](bool) { ++changes; });
+  kube::LeaseElector b(test_support::api_client_for(api), fast("replica-b"));
   a.start();
   REQUIRE(eventually([&] { return a.leader(); }));
   b.start();
@@ -68,13 +61,13 @@ TEST_CASE("lease: one leader at a time, released on stop, taken over by the othe
 
 TEST_CASE("lease: a holder that stops renewing (a crash) is taken over once the lease expires") {
   FakeApiServer api;
-  kube::LeaseElector a(client_for(api), fast("replica-a"));
+  kube::LeaseElector a(test_support::api_client_for(api), fast("replica-a"));
   a.start();
   REQUIRE(eventually([&] { return a.leader(); }));
   a.stop(false);  // gone without releasing, as a killed process
   const json before = api.lease("gpu-extender", "gpu-extender-deletion-costs");
   REQUIRE(before["spec"]["holderIdentity"] == "replica-a");
-  kube::LeaseElector b(client_for(api), fast("replica-b"));
+  kube::LeaseElector b(test_support::api_client_for(api), fast("replica-b"));
   const size_t requests_before = api.seen_tokens().size();
   b.start();
   // b has read the lease (its first request) while the lease is still a's: it must not take it.

@@ -1,0 +1,78 @@
+// The API client's transport against the fake API server (TLS, bearer token): requests written in
+// one piece and answers read from a buffer (kube/buffered_client->h) must carry bodies of any size
+// both ways, keep one connection across sequential calls, and stream watches line by line.
+#include <catch2/catch.hpp>
+
+#include "api_client_support.h"
+#include "scheduler_driver.h"
+
+#include <thread>
+
+using namespace gpu_extender;
+using nlohmann::json;
+using test_support::FakeApiServer;
+
+namespace {
+
+constexpr auto kTimeout = std::chrono::seconds(10);
+
+}  // namespace
+
+TEST_CASE("api client: bodies larger than what it holds or reads at once arrive whole, on one connection") {
+  FakeApiServer api;
+  for (int i = 0; i < 300; ++i) api.put_pod(test_support::pending_pod("p-" + std::to_string(i), 1, 0));
+  const auto client = test_support::api_client_for(api);
+  const auto before = api.traffic();
+
+  // A request past the 64 KiB the stream holds: a merge patch with a 200 KB annotation.
+  const std::string big(size_t{200} * 1024, 'x');
+  const json patch = {{"metadata", {{"annotations", {{"example.com/big", big}}}}}};
+  const kube::ApiResponse patched = client->merge_patch("/api/v1/namespaces/burst/pods/p-7", patch.dump(), kTimeout);
+  REQUIRE(patched.status == 200);
+  CHECK(api.pod("burst", "p-7")["metadata"]["annotations"]["example.com/big"] == big);
+
+  // An answer many times the 16 KiB read buffer: the list of 300 pods, one of them 200 KB.
+  const kube::ApiResponse listed = client->get("/api/v1/pods", kTimeout);
+  REQUIRE(listed.status == 200);
+  const json list = json::parse(listed.body);
+  CHECK(list["items"].size() == 300);
+  CHECK(listed.body.size() > size_t{200} * 1024);
+
+  // Small calls one after another: each answer read to its end, the connection kept.
+  for (int i = 0; i < 50; ++i) {
+    const kube::ApiResponse got = client->get("/api/v1/namespaces/burst/pods/p-" + std::to_string(i), kTimeout);
+    REQUIRE(got.status == 200);
+    CHECK(json::parse(got.body)["metadata"]["name"] == "p-" + std::to_string(i));
+  }
+  const kube::ApiResponse missing = client->get("/api/v1/namespaces/burst/pods/nobody", kTimeout);
+  CHECK(missing.status == 404);
+  CHECK(missing.describe().find("not found") != std::string::npos);
+  CHECK(api.traffic().connections - before.connections == 1);
+}
+
+TEST_CASE("api client: a watch delivers its events line by line through the buffered stream") {
+  FakeApiServer api;
+  api.put_pod(test_support::pending_pod("first", 1, 0));
+  const auto client = test_support::api_client_for(api);
+  const kube::ApiResponse listed = client->get("/api/v1/pods", kTimeout);
+  REQUIRE(listed.status == 200);
+  const std::string version = json::parse(listed.body)["metadata"]["resourceVersion"];
+  std::thread writer([&] {
+    for (int i = 0; i < 20; ++i) api.put_pod(test_support::pending_pod("w-" + std::to_string(i), 1, 0));
+  });
+  std::vector<std::string> names;
+  bool parsed_all = true;
+  const kube::ApiResponse watched = client->watch(
+      "/api/v1/pods?watch=true&resourceVersion=" + version,
+      [&](std::string_view line) {
+        const json event = json::parse(line, nullptr, false);
+        parsed_all = parsed_all && !event.is_discarded();
+        if (!event.is_discarded()) names.push_back(event["object"]["metadata"]["name"]);
+        return names.size() < 20;
+      },
+      kTimeout);
+  writer.join();
+  CHECK(parsed_all);
+  REQUIRE(names.size() == 20);
+  for (int i = 0; i < 20; ++i) CHECK(names[static_cast<size_t>(i)] == "w-" + std::to_string(i));
+}
