@@ -7,6 +7,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -108,7 +109,7 @@ class ConnectionStream final : public httplib::Stream {
       unsent_.append(data, size);
       return static_cast<ssize_t>(size);
     }
-    if (!flush()) return -1;
+    if (!unsent_.empty()) return send_held_then(data, size);
     return send_some(data, size);
   }
 
@@ -217,13 +218,46 @@ class ConnectionStream final : public httplib::Stream {
     while (true) {
       const ssize_t n = ::send(fd_, data, size, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n >= 0) return n;
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
-      if (poll_fd(POLLOUT, wait_ms(limits_.write_timeout, *answer_until_)) <= 0) {
-        if (Clock::now() >= *answer_until_) problem_ = RequestProblem::kTimedOut;
-        return -1;
-      }
+      if (!may_retry_send()) return -1;
     }
+  }
+
+  // What write() holds (a large answer's headers), then `data` (its body), in one sendmsg: they leave
+  // together without the body being copied. The bytes of `data` sent, or -1.
+  ssize_t send_held_then(const char* data, size_t size) {
+    size_t held_sent = 0;
+    while (true) {
+      std::array<iovec, 2> parts{iovec{unsent_.data() + held_sent, unsent_.size() - held_sent},
+                                 iovec{const_cast<char*>(data), size}};
+      msghdr message{};
+      message.msg_iov = parts.data();
+      message.msg_iovlen = parts.size();
+      const ssize_t n = ::sendmsg(fd_, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0) {
+        if (!may_retry_send()) return -1;
+        continue;
+      }
+      const size_t held_left = unsent_.size() - held_sent;
+      if (static_cast<size_t>(n) < held_left) {
+        held_sent += static_cast<size_t>(n);
+        continue;
+      }
+      unsent_.clear();
+      const size_t body_sent = static_cast<size_t>(n) - held_left;
+      return body_sent > 0 ? static_cast<ssize_t>(body_sent) : send_some(data, size);
+    }
+  }
+
+  // After a send that failed: true when it may be tried again (interrupted, or the socket took
+  // nothing and became writable within the answer's deadline).
+  bool may_retry_send() {
+    if (errno == EINTR) return true;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
+    if (poll_fd(POLLOUT, wait_ms(limits_.write_timeout, *answer_until_)) <= 0) {
+      if (Clock::now() >= *answer_until_) problem_ = RequestProblem::kTimedOut;
+      return false;
+    }
+    return true;
   }
 
   const int fd_;
