@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Where the extender's CPU goes, from `perf script` output of a call-graph profile (bench/profile.sh).
+
+Each sample is put in one share by the frames on its stack, the first rule that matches (so a bind's
+TLS write counts as the bind, a filter's body decoding as the filter), and, apart, by the library its
+innermost frame is in (kernel, TLS, cpp-httplib, ...). Samples under the first list of the cluster
+(Reflector::list: the start, before the burst) are left out and counted on their own line.
+
+Usage: perf script -i perf.data | bench/profile_shares.py
+"""
+import collections
+import sys
+
+# (share, substrings of a frame's symbol that put a sample there), first match wins.
+SHARES = [
+    ("binds: the /bind verb and its API request", ["verbs::bind", "ApiBinder::"]),
+    ("filter: decode, judge, encode", ["verbs::filter"]),
+    ("prioritize: decode, score, encode", ["verbs::prioritize"]),
+    ("other verbs (preempt, explain)", ["verbs::preempt", "verbs::explain"]),
+    ("request log: formatting a line", ["log_request"]),
+    ("metrics: observing a request", ["Metrics::observe", "prometheus::"]),
+    ("HTTP serving: writing answers", ["write_response_core", "ConnectionStream::flush", "send_held_then"]),
+    ("HTTP serving: waiting for a request", ["await_request"]),
+    ("HTTP serving: reading requests, headers, routing", ["Server::process_request"]),
+    ("watch: reading and applying events", ["Reflector::watch", "Reflector::apply_event", "Reflector::run"]),
+    ("API client, stack cut short (binds and watch: TLS reads, waits)", ["process_buffered", "ClientImpl::"]),
+    ("log writer thread", ["BatchedLogSink"]),
+]
+# Mostly stacks perf could not unwind past a thread's start (its kernel frames are still counted).
+OTHER = "other (stack not unwound)"
+LIBRARIES = [
+    ("kernel", ["[kernel.kallsyms]", "[k]"]),
+    ("TLS (libssl, libcrypto)", ["libssl", "libcrypto"]),
+    ("cpp-httplib", ["libcpp-httplib"]),
+    ("libc (memcpy, malloc, ...)", ["libc.so"]),
+    ("libstdc++", ["libstdc++"]),
+    ("spdlog, fmt", ["libspdlog", "libfmt"]),
+    ("prometheus-cpp", ["libprometheus"]),
+    ("simdjson", ["libsimdjson"]),
+    ("gpu-extender's own code", ["gpu-extender"]),
+]
+
+
+def samples(lines):
+    """Yields each sample's frames, innermost first (perf script: a header line, then a frame a line)."""
+    stack = []
+    for line in lines:
+        line = line.rstrip("\n")
+        if not line.strip():
+            if stack:
+                yield stack
+            stack = []
+        elif line[0] in "\t ":
+            parts = line.strip().split(None, 1)
+            if len(parts) == 2:
+                stack.append(parts[1])
+        else:
+            if stack:
+                yield stack
+            stack = []
+    if stack:
+        yield stack
+
+
+def main():
+    shares, libraries = collections.Counter(), collections.Counter()
+    total = start_list = 0
+    for stack in samples(sys.stdin):
+        if any("Reflector::list" in f for f in stack):
+            start_list += 1
+            continue
+        total += 1
+        share = next((name for name, keys in SHARES if any(k in f for f in stack for k in keys)), OTHER)
+        shares[share] += 1
+        # An inlined frame names no library: the innermost frame that does.
+        leaf = next((f for f in stack if not f.endswith("(inlined)")), stack[0])
+        libraries[next((name for name, keys in LIBRARIES if any(k in leaf for k in keys)), "other")] += 1
+    if total == 0:
+        sys.exit("no samples: was the profile empty, or recorded without --call-graph?")
+    print(f"{total} samples in the burst ({start_list} more in the first list of the cluster, left out)")
+    print("by what the extender was doing:")
+    for name, _ in SHARES + [(OTHER, None)]:
+        if shares[name]:
+            print(f"  {100.0 * shares[name] / total:5.1f}%  {name}")
+    print("by the library of the innermost frame:")
+    for name, count in libraries.most_common():
+        print(f"  {100.0 * count / total:5.1f}%  {name}")
+
+
+if __name__ == "__main__":
+    main()
