@@ -88,7 +88,7 @@ ApiClient::ApiClient(ApiEndpoint endpoint) : endpoint_(std::move(endpoint)) {
   ca_checked_at_ = std::chrono::steady_clock::now();
 }
 
-std::string ApiClient::current_ca_pem() const {
+const std::string& ApiClient::current_ca_pem() const {
   // Called with pool_mutex_ held. A stat() at most once a second: cheap next to a round trip.
   const auto now = std::chrono::steady_clock::now();
   if (endpoint_.ca_file.empty() || now - ca_checked_at_ < std::chrono::seconds(1)) return ca_pem_;
@@ -113,10 +113,14 @@ std::string ApiClient::current_ca_pem() const {
 
 ApiClient::~ApiClient() = default;
 
-std::string ApiClient::token() const {
+std::string ApiClient::token(bool reread) const {
   if (endpoint_.token_file.empty()) return endpoint_.token;
   std::lock_guard<std::mutex> lock(token_mutex_);
   const auto now = std::chrono::steady_clock::now();
+  // A stat() at most once a second: per call it was a tenth of a bind's CPU. A rotation within that
+  // second shows as a 401, which re-reads the file at once (pooled()).
+  if (!reread && !cached_token_.empty() && now - token_checked_at_ < std::chrono::seconds(1)) return cached_token_;
+  token_checked_at_ = now;
   const long long stamp = file_stamp(endpoint_.token_file);
   if (stamp != token_stamp_ || now - token_read_at_ > std::chrono::minutes(1)) {
     if (std::optional<std::string> text = read_file_text(endpoint_.token_file)) {
@@ -225,6 +229,15 @@ ApiResponse ApiClient::pooled(std::chrono::milliseconds timeout, const Call& cal
     release(nullptr, ca_generation);
     client = acquire(timeout, ca_generation, true, reused);
     res = call(*client);
+  }
+  if (res && res->status == 401 && !endpoint_.token_file.empty()) {
+    // The projected token may have rotated since it was last looked at: read the file now, and try
+    // once more if it holds another token.
+    const std::string used = token();
+    if (const std::string fresh = token(true); fresh != used && !fresh.empty()) {
+      client->set_bearer_token_auth(fresh);
+      res = call(*client);
+    }
   }
   if (res) {
     out.status = res->status;

@@ -58,8 +58,9 @@ class ApiClient {
 
   const ApiEndpoint& endpoint() const { return endpoint_; }
   // The bearer token now: the static one, or the token file's content, re-read when its modification
-  // time or size changes (and at least every minute).
-  std::string token() const;
+  // time or size changes (looked at once a second, or now with `reread`: after a 401) and at least
+  // every minute.
+  std::string token(bool reread = false) const;
 
  private:
   std::unique_ptr<httplib::ClientImpl> connect(std::chrono::milliseconds read_timeout) const;
@@ -73,7 +74,7 @@ class ApiClient {
   // A connection made under a CA replaced meanwhile is dropped too.
   void release(std::unique_ptr<httplib::ClientImpl> client, uint64_t ca_generation) const;
   // The CA PEM now: the endpoint's, re-read from ca_file when that file changes (empties the pool).
-  std::string current_ca_pem() const;
+  const std::string& current_ca_pem() const;
   template <typename Call>
   ApiResponse pooled(std::chrono::milliseconds timeout, const Call& call) const;
 
@@ -86,6 +87,7 @@ class ApiClient {
   mutable std::string cached_token_;
   mutable long long token_stamp_ = -1;  // mtime (ns) xor size of the token file when last read
   mutable std::chrono::steady_clock::time_point token_read_at_{};
+  mutable std::chrono::steady_clock::time_point token_checked_at_{};  // the file's last stat()
 
   mutable std::mutex pool_mutex_;
   mutable std::condition_variable pool_freed_;

@@ -6,6 +6,10 @@
 #include "api_client_support.h"
 #include "scheduler_driver.h"
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
 #include <thread>
 
 using namespace gpu_extender;
@@ -75,4 +79,31 @@ TEST_CASE("api client: a watch delivers its events line by line through the buff
   CHECK(parsed_all);
   REQUIRE(names.size() == 20);
   for (int i = 0; i < 20; ++i) CHECK(names[static_cast<size_t>(i)] == "w-" + std::to_string(i));
+}
+
+TEST_CASE("api client: a token file rotated within the second it is not looked at is read again after a 401") {
+  FakeApiServer api;
+  api.put_pod(test_support::pending_pod("p-0", 1, 0));
+  char dir_template[] = "/tmp/gpu-extender-token-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  const std::string token_file = dir + "/token";
+  std::ofstream(token_file) << "test-token\n";
+  ApiEndpoint endpoint;
+  endpoint.server = api.url();
+  endpoint.token_file = token_file;
+  endpoint.ca_pem = test_support::read_file(test_support::TestCertificate::get().cert_file);
+  const kube::ApiClient client(endpoint);
+  REQUIRE(client.get("/api/v1/namespaces/burst/pods/p-0", kTimeout).status == 200);
+
+  // Rotated at once: the client looks at the file at most once a second, so its next call carries
+  // the old token, is refused, and is made again with the new one.
+  std::ofstream(token_file) << "rotated-token\n";
+  api.accept_tokens({"rotated-token"});
+  CHECK(client.get("/api/v1/namespaces/burst/pods/p-0", kTimeout).status == 200);
+  const std::vector<std::string> seen = api.seen_tokens();
+  REQUIRE(seen.size() >= 3);
+  CHECK(seen[seen.size() - 2] == "test-token");
+  CHECK(seen.back() == "rotated-token");
+  std::remove(token_file.c_str());
+  rmdir(dir.c_str());
 }
