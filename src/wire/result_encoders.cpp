@@ -7,16 +7,40 @@
 namespace gpu_extender {
 namespace {
 
+// How many verdicts of each fit there are, and the bytes their names take (with quotes and a comma).
+struct FitCounts {
+  std::array<size_t, 3> count{}, name_bytes{};
+  size_t count_of(Fit fit) const { return count[static_cast<size_t>(fit)]; }
+  size_t name_bytes_of(Fit fit) const { return name_bytes[static_cast<size_t>(fit)]; }
+};
+
+FitCounts count_fits(const ExtenderArgs& args, std::span<const EncodedVerdict> verdicts) {
+  FitCounts c;
+  for (size_t i = 0; i < verdicts.size(); ++i) {
+    const auto fit = static_cast<size_t>(verdicts[i].fit);
+    ++c.count[fit];
+    c.name_bytes[fit] += args.node_names[i].size() + 3;
+  }
+  return c;
+}
+
 // The names of the nodes that passed, as a JSON array (its bytes are what /prioritize is sent next).
-ByteRange append_passing_names(std::string& out, const ExtenderArgs& args, std::span<const EncodedVerdict> verdicts) {
+ByteRange append_passing_names(std::string& out, const ExtenderArgs& args, std::span<const EncodedVerdict> verdicts,
+                               const FitCounts& counts) {
   ByteRange names{out.size(), 0};
+  const size_t passing = counts.count_of(Fit::kPass);
+  // Every node passed and the request's array was compact (no byte to spare for a space: its size is
+  // that of the names, their quotes and the commas): the answer's array is those very bytes.
+  if (args.names_verbatim && passing == verdicts.size() && passing > 0 &&
+      args.node_names_json.size() == counts.name_bytes_of(Fit::kPass) + 1) {
+    out += args.node_names_json;
+    names.end = out.size();
+    return names;
+  }
   out.push_back('[');
   bool first = true;
   if (args.names_verbatim) {
-    size_t bytes = 0;
-    for (size_t i = 0; i < verdicts.size(); ++i)
-      if (verdicts[i].fit == Fit::kPass) bytes += args.node_names[i].size() + 3;
-    PresizedAppender append(out, bytes);
+    PresizedAppender append(out, counts.name_bytes_of(Fit::kPass));
     for (size_t i = 0; i < verdicts.size(); ++i) {
       if (verdicts[i].fit != Fit::kPass) continue;
       if (!first) append.put(',');
@@ -39,12 +63,14 @@ ByteRange append_passing_names(std::string& out, const ExtenderArgs& args, std::
 }
 
 void append_failed_map(std::string& out, std::string_view key, const ExtenderArgs& args,
-                       std::span<const EncodedVerdict> verdicts, Fit which) {
+                       std::span<const EncodedVerdict> verdicts, Fit which, const FitCounts& counts) {
   out += ",\"";
   out += key;
   out += "\":{";
   bool first = true;
-  if (args.names_verbatim) {
+  if (counts.count_of(which) == 0) {
+    // Nothing refused this way (a burst on a roomy cluster): no pass over the verdicts.
+  } else if (args.names_verbatim) {
     size_t bytes = 0;
     for (size_t i = 0; i < verdicts.size(); ++i)
       if (verdicts[i].fit == which) bytes += args.node_names[i].size() + verdicts[i].reason_json.size() + 4;
@@ -96,9 +122,10 @@ ByteRange encode_filter_result(const ExtenderArgs& args, std::span<const Encoded
     out += "{\"Nodes\":null";
   }
   out += ",\"NodeNames\":";
-  const ByteRange names = append_passing_names(out, args, verdicts);
-  append_failed_map(out, "FailedNodes", args, verdicts, Fit::kResolvable);
-  append_failed_map(out, "FailedAndUnresolvableNodes", args, verdicts, Fit::kUnresolvable);
+  const FitCounts counts = count_fits(args, verdicts);
+  const ByteRange names = append_passing_names(out, args, verdicts, counts);
+  append_failed_map(out, "FailedNodes", args, verdicts, Fit::kResolvable, counts);
+  append_failed_map(out, "FailedAndUnresolvableNodes", args, verdicts, Fit::kUnresolvable, counts);
   out += ",\"Error\":\"\"}";
   return names;
 }

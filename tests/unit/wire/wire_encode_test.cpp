@@ -132,3 +132,32 @@ TEST_CASE("encode: full-mode names are copied when read in place, escaped otherw
   encode_filter_result(args, many, out);
   CHECK(json::parse(out)["FailedAndUnresolvableNodes"] == expected);
 }
+
+TEST_CASE("encode: every node passing, names mode: the answer's names are the request's, compact or not") {
+  const auto policy = test_support::default_policy();
+  WireDecoder decoder;
+  auto answer_for = [&](const std::string& names_json) {
+    std::string body = R"({"Pod":{"metadata":{"name":"p","uid":"u"}},"Nodes":null,"NodeNames":)" + names_json + "}";
+    body.reserve(body.size() + kJsonPadding);
+    const ExtenderArgs& args = decoder.decode_extender_args(body, policy->schema());
+    std::vector<NodeVerdict> verdicts(args.node_names.size());  // all pass
+    std::string out;
+    const ByteRange names = encode_filter_result(args, verdicts, out);
+    CHECK(out.substr(names.begin, names.end - names.begin) == R"(["gpu-1","gpu-22","gpu-333"])");
+    return out;
+  };
+  // Go's compact array (copied whole) and one with spaces (written name by name): the same answer.
+  const std::string compact = answer_for(R"(["gpu-1","gpu-22","gpu-333"])");
+  CHECK(compact == answer_for(R"([ "gpu-1" , "gpu-22",  "gpu-333" ])"));
+  CHECK(compact == R"({"Nodes":null,"NodeNames":["gpu-1","gpu-22","gpu-333"],"FailedNodes":{},)"
+                   R"("FailedAndUnresolvableNodes":{},"Error":""})");
+  // One refused: the passing names only, the refusal in its map.
+  std::string body = R"({"Pod":{"metadata":{"name":"p","uid":"u"}},"Nodes":null,"NodeNames":["gpu-1","gpu-22"]})";
+  body.reserve(body.size() + kJsonPadding);
+  const ExtenderArgs& args = decoder.decode_extender_args(body, policy->schema());
+  std::vector<NodeVerdict> verdicts(2);
+  verdicts[0] = {Fit::kResolvable, "busy", "gpuCount"};
+  std::string out;
+  encode_filter_result(args, verdicts, out);
+  CHECK(out == R"({"Nodes":null,"NodeNames":["gpu-22"],"FailedNodes":{"gpu-1":"busy"},"FailedAndUnresolvableNodes":{},"Error":""})");
+}
