@@ -121,6 +121,8 @@ class RawHttpClient {
     size_t length = 0;
     const size_t at = head.find("Content-Length: ");
     if (at != std::string_view::npos) length = std::strtoull(head.data() + at + 16, nullptr, 10);
+    // Read from the head before the buffer grows: the view would point into the memory it leaves.
+    const bool server_closes = head.find("Connection: close") != std::string_view::npos;
     const size_t total = header_end + 4 + length;
     if (buffer_.size() < total) buffer_.resize(total);
     while (have < total) {
@@ -131,7 +133,7 @@ class RawHttpClient {
     answer_bytes_ = length;
     body_offset_ = header_end + 4;
     // The server asked to close (it does when others wait for a worker): reconnect for the next one.
-    if (head.find("Connection: close") != std::string_view::npos) close_socket();
+    if (server_closes) close_socket();
     return status;
   }
   int fail() {
