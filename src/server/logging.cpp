@@ -1,5 +1,7 @@
 #include "logging.h"
 
+#include <algorithm>
+
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -29,14 +31,20 @@ class EscapedMessageFlag final : public spdlog::custom_flag_formatter {
  public:
   void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
     static constexpr char kHex[] = "0123456789abcdef";
-    for (char ch : std::string_view(msg.payload.data(), msg.payload.size())) {
-      const auto c = static_cast<unsigned char>(ch);
-      if (c >= 0x20 && c != 0x7f) {
-        dest.push_back(ch);
-        continue;
-      }
+    const char* from = msg.payload.data();
+    const char* const end = from + msg.payload.size();
+    // Runs of printable bytes are appended whole (a request log line has no byte to escape).
+    while (from < end) {
+      const char* special = std::find_if(from, end, [](char ch) {
+        const auto c = static_cast<unsigned char>(ch);
+        return c < 0x20 || c == 0x7f;
+      });
+      dest.append(from, special);
+      if (special == end) break;
+      const auto c = static_cast<unsigned char>(*special);
       const char escaped[] = {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
       dest.append(escaped, escaped + 4);
+      from = special + 1;
     }
   }
   std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<EscapedMessageFlag>(); }
