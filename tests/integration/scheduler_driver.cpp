@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
+#include <cmath>
 #include <unordered_set>
 
 namespace test_support {
@@ -159,11 +160,40 @@ std::vector<std::string> SchedulerDriver::own_filter(const json& pod) {
   const size_t wanted = feasible_nodes_to_find(all, options_.percentage_of_nodes_to_score);
   std::map<std::string, int64_t> wants;  // read once a cycle, as the scheduler's PreFilter does
   for (const char* r : kCounted) wants[r] = pod_request(pod, r);
+  // findNodesThatPassFilters checks the nodes with Parallelizer().Until: 16 workers take chunks of
+  // chunkSizeFor(n) nodes (sqrt(n), at most n/16 + 1) in order, and each feasible node is appended as
+  // its check ends. So the list's order is the workers' interleaving, new every cycle (an extender
+  // sees the same names in another order each time). Emulated: at each step a worker picked at
+  // random (seeded) checks its next node.
+  constexpr size_t kParallelism = 16;
+  const size_t chunk = std::max<size_t>(1, std::min<size_t>(static_cast<size_t>(std::sqrt(static_cast<double>(all))),
+                                                             all / kParallelism + 1));
+  struct Worker {
+    size_t next = 0, end = 0;  // positions (from next_start_node_) of its chunk still to check
+  };
+  std::vector<Worker> workers;
+  size_t handed_out = 0;  // chunks go to workers in order
+  auto take_chunk = [&](Worker& w) {
+    w.next = handed_out;
+    w.end = std::min(all, handed_out + chunk);
+    handed_out = w.end;
+  };
+  for (size_t k = 0; k < kParallelism && handed_out < all; ++k) {
+    workers.emplace_back();
+    take_chunk(workers.back());
+  }
   std::vector<std::string> out;
   size_t processed = 0;
-  for (; processed < all && out.size() < wanted; ++processed) {
-    const std::string& name = node_order_[(next_start_node_ + processed) % all];
+  while (!workers.empty() && out.size() < wanted) {
+    const size_t k = std::uniform_int_distribution<size_t>(0, workers.size() - 1)(rng_);
+    Worker& w = workers[k];
+    const std::string& name = node_order_[(next_start_node_ + w.next) % all];
+    ++processed;
     if (fits(wants, nodes_.at(name))) out.push_back(name);
+    if (++w.next == w.end) {
+      if (handed_out < all) take_chunk(w);
+      else workers.erase(workers.begin() + static_cast<std::ptrdiff_t>(k));
+    }
   }
   if (all > 0) next_start_node_ = (next_start_node_ + processed) % all;
   return out;

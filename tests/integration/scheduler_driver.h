@@ -8,7 +8,7 @@
 //     cache (pods bound plus pods it assumed), as with ignoredByScheduler: false, over the nodes from
 //     where the last pod's search stopped, until numFeasibleNodesToFind nodes fit
 //     (findNodesThatPassFilters: max(100, N x p / 100), p = percentageOfNodesToScore or 50 - N/125,
-//     at least 5);
+//     at least 5), in the order 16 parallel workers find them (a new interleaving each cycle, seeded);
 //  2. when the pod requests one of the extender's managedResources (IsInterested), the extender's
 //     /filter (full Node objects, or NodeNames with nodeCacheCapable), keeping what it answers
 //     (Nodes.items in full mode, NodeNames in names mode: a name it was not sent fails the cycle, "claims
