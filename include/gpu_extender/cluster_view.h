@@ -32,11 +32,18 @@ namespace gpu_extender {
 // neither copied nor judged again (as the scheduler's own NodeInfo generations spare it).
 //
 // The memo holds node objects the view may have replaced since, at most one per slot.
+//
+// Every slot is brought up to date at once, in one pass over the view's slots in slot order, when the
+// view changed since the memo's last lookup (`synced_clock`); a request's names then cost one byte
+// each (`missing`). kube-scheduler sends its nodes in a new order every cycle (its parallel filter),
+// and reading a version, a node and its usage per name in that order was a cache miss per read.
 struct NodeMemo {
   static constexpr uint32_t kNoSlot = UINT32_MAX;
   std::vector<uint64_t> version;  // per slot; 0: never seen
   std::vector<std::shared_ptr<const CachedNode>> node;
   std::vector<ResourceAmounts> used;
+  std::vector<uint8_t> missing;  // per slot: 1 when the view has no node object there
+  uint64_t synced_clock = 0;     // every slot is as of this view version
   std::vector<uint64_t> scratch_hashes;  // lookup's working space, kept for the next request
 
   // Name lists seen lately, as the JSON bytes of a NodeNames array, with the slots their names had

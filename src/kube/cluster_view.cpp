@@ -302,6 +302,20 @@ void ClusterView::lookup(std::span<const std::string_view> names, std::vector<ui
     memo.version.resize(slot_states_.size(), 0);
     memo.node.resize(slot_states_.size());
     memo.used.resize(slot_states_.size());
+    memo.missing.resize(slot_states_.size(), 1);
+  }
+  if (memo.synced_clock != version_clock_) {
+    // Every slot changed since the last lookup, in slot order (see NodeMemo).
+    for (size_t slot = 0; slot < slot_states_.size(); ++slot) {
+      const SlotState& state = slot_states_[slot];
+      if (memo.version[slot] == state.version) continue;  // versions are unique: the same state
+      memo.version[slot] = state.version;
+      memo.node[slot] = state.entry != nullptr ? state.entry->node : nullptr;
+      memo.used[slot] = state.entry != nullptr ? state.entry->used : ResourceAmounts{};
+      // A free slot, or a deleted node whose pods are not gone yet: no node object.
+      memo.missing[slot] = memo.node[slot] == nullptr ? 1 : 0;
+    }
+    memo.synced_clock = version_clock_;
   }
   static_assert(NodeMemo::kNoSlot == NodeNameIndex::kNone);
   memo.generation = names_generation_;
@@ -314,16 +328,8 @@ void ClusterView::lookup(std::span<const std::string_view> names, std::vector<ui
     index_->find_many(names, memo.scratch_hashes, slots);
     if (!names_json.empty()) memo.remember(names_json, slots);
   }
-  for (uint32_t& slot : slots) {
-    if (slot == NodeMemo::kNoSlot) continue;
-    const SlotState& state = slot_states_[slot];
-    if (memo.version[slot] != state.version) {  // changed since this memo saw it
-      memo.version[slot] = state.version;
-      memo.node[slot] = state.entry->node;
-      memo.used[slot] = state.entry->used;
-    }
-    if (!memo.node[slot]) slot = NodeMemo::kNoSlot;  // a deleted node whose pods are not gone yet
-  }
+  for (uint32_t& slot : slots)
+    if (slot != NodeMemo::kNoSlot && memo.missing[slot] != 0) slot = NodeMemo::kNoSlot;
 }
 
 std::optional<std::pair<std::string, ResourceAmounts>> ClusterView::pod_usage(std::string_view uid) const {
