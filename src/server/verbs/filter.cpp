@@ -25,9 +25,10 @@ void judge_names(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args
   for (size_t i = 0, k = 0; i < count; ++i) {
     const uint32_t slot = slots[i];
     if (slot != NodeMemo::kNoSlot) {
-      const NodeVerdict& v = ws.names.verdict(slot);
+      const NodeVerdict& v = ws.names.verdict(slot);  // its address only: read when it did not pass
       scratch.verdict_of[i] = &v;
-      scratch.encoded[i] = {v.fit, ws.names.reason_json(slot)};
+      scratch.encoded[i] = ws.names.passed(slot) ? EncodedVerdict{Fit::kPass, {}}
+                                                 : EncodedVerdict{v.fit, ws.names.reason_json(slot)};
       continue;
     }
     NodeVerdict& v = scratch.verdicts[k];
@@ -43,11 +44,18 @@ void judge_names(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args
   }
 }
 
-// Counts the passing nodes and the refusals per rule (and, at debug level, every reason).
-void summarize(Workspace& ws, const ExtenderArgs& args, VerbSummary& summary) {
+// Counts the passing nodes and the refusals per rule (and, at debug level, every reason). `encoded`
+// (names mode, not a group member): the verdicts' fits, read in order instead of each verdict.
+void summarize(Workspace& ws, const ExtenderArgs& args, const std::vector<EncodedVerdict>* encoded,
+               VerbSummary& summary) {
   FilterScratch& scratch = ws.filter;
   scratch.passing_slots.clear();
   for (size_t i = 0; i < args.node_names.size(); ++i) {
+    if (encoded != nullptr && (*encoded)[i].fit == Fit::kPass) {
+      ++summary.nodes_out;
+      scratch.passing_slots.push_back(ws.names.slots()[i]);
+      continue;
+    }
     const NodeVerdict& v = *scratch.verdict_of[i];
     if (v.passed()) {
       ++summary.nodes_out;
@@ -95,7 +103,7 @@ int filter(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
   } else {
     judge_names(ctx, ws, args);
   }
-  summarize(ws, args, summary);
+  summarize(ws, args, !member && !args.full_mode ? &scratch.encoded : nullptr, summary);
   if (args.full_mode) {
     encode_filter_result(args, member ? ws.group.verdicts : scratch.verdicts, ws.answer);  // reasons escaped there
   } else {

@@ -24,6 +24,7 @@ void NamesMode::reset_if_other_pod(const std::shared_ptr<const Policy>& policy, 
     memo_.judged_version.resize(slots, 0);
     memo_.verdict.resize(slots);
     memo_.reason_json.resize(slots);
+    memo_.passed.resize(slots, 0);
   }
   if (memo_.scored_version.size() < slots) {
     memo_.scored_version.resize(slots, 0);
@@ -49,6 +50,7 @@ void NamesMode::judge(const ClusterView& view, const std::shared_ptr<const Polic
     const uint32_t slot = stale_slots_[k];
     std::swap(memo_.verdict[slot], stale_verdicts_[k]);  // swapped, not copied: each keeps a reason buffer
     memo_.reason_json[slot].clear();
+    memo_.passed[slot] = memo_.verdict[slot].passed() ? 1 : 0;
     if (!memo_.verdict[slot].passed()) append_json_string(memo_.reason_json[slot], memo_.verdict[slot].reason);
   }
 }

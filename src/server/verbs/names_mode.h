@@ -31,6 +31,9 @@ struct VerdictMemo {
   std::vector<uint64_t> judged_version;  // per slot: the NodeMemo version judged; 0: none
   std::vector<NodeVerdict> verdict;
   std::vector<std::string> reason_json;  // the verdict's reason as a JSON string ("" when it passed)
+  // Per slot, whether the verdict passed: a byte a node, read in the request's order (a new one each
+  // cycle) where reading the verdict itself was a cache miss a node.
+  std::vector<uint8_t> passed;
   // Per slot, the raw scores of the per-node scorers (Policy::score_alone, scorer_count() per slot),
   // as of the NodeMemo version in scored_version (0: none) and the live GPU utilisation of that time.
   std::vector<uint64_t> scored_version;
@@ -52,6 +55,7 @@ class NamesMode {
   NodeInput input(uint32_t slot) const { return {&nodes_.node[slot]->view(), &nodes_.used[slot]}; }
   // After judge(): the verdict of the node in `slot`, and its reason as a JSON string.
   const NodeVerdict& verdict(uint32_t slot) const { return memo_.verdict[slot]; }
+  bool passed(uint32_t slot) const { return memo_.passed[slot] != 0; }
   std::string_view reason_json(uint32_t slot) const { return memo_.reason_json[slot]; }
   // The filter answered `names_json` (the names of `slots`): /prioritize will be sent that very list,
   // which the next lookup then finds by its bytes.
