@@ -44,6 +44,9 @@ struct NodeMemo {
   std::vector<ResourceAmounts> used;
   std::vector<uint8_t> missing;  // per slot: 1 when the view has no node object there
   uint64_t synced_clock = 0;     // every slot is as of this view version
+  // The slots brought up to date since the owner last cleared this: what was derived from them (a
+  // verdict, a score) no longer holds. The owner clears it after each lookup.
+  std::vector<uint32_t> changed;
   std::vector<uint64_t> scratch_hashes;  // lookup's working space, kept for the next request
 
   // Name lists seen lately, as the JSON bytes of a NodeNames array, with the slots their names had

@@ -314,6 +314,7 @@ void ClusterView::lookup(std::span<const std::string_view> names, std::vector<ui
       memo.used[slot] = state.entry != nullptr ? state.entry->used : ResourceAmounts{};
       // A free slot, or a deleted node whose pods are not gone yet: no node object.
       memo.missing[slot] = memo.node[slot] == nullptr ? 1 : 0;
+      memo.changed.push_back(static_cast<uint32_t>(slot));
     }
     memo.synced_clock = version_clock_;
   }

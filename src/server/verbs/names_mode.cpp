@@ -9,6 +9,13 @@ namespace gpu_extender {
 
 void NamesMode::lookup(const ClusterView& view, const ExtenderArgs& args) {
   view.lookup(args.node_names, slots_, nodes_, args.node_names_json);
+  // What the view changed is neither judged nor scored any more (slots past the memo's size are new:
+  // reset_if_other_pod sizes them unjudged).
+  for (const uint32_t slot : nodes_.changed) {
+    if (slot < memo_.judged.size()) memo_.judged[slot] = 0;
+    if (slot < memo_.scored.size()) memo_.scored[slot] = 0;
+  }
+  nodes_.changed.clear();
 }
 
 void NamesMode::reset_if_other_pod(const std::shared_ptr<const Policy>& policy, const PodRequest& pod) {
@@ -16,18 +23,18 @@ void NamesMode::reset_if_other_pod(const std::shared_ptr<const Policy>& policy, 
     // Another pod (or policy): nothing judged or scored before holds.
     memo_.policy = policy;
     memo_.facts = pod.facts();
-    std::fill(memo_.judged_version.begin(), memo_.judged_version.end(), 0);
-    std::fill(memo_.scored_version.begin(), memo_.scored_version.end(), 0);
+    std::fill(memo_.judged.begin(), memo_.judged.end(), 0);
+    std::fill(memo_.scored.begin(), memo_.scored.end(), 0);
   }
   const size_t slots = nodes_.version.size();
-  if (memo_.judged_version.size() < slots) {
-    memo_.judged_version.resize(slots, 0);
+  if (memo_.judged.size() < slots) {
+    memo_.judged.resize(slots, 0);
     memo_.verdict.resize(slots);
     memo_.reason_json.resize(slots);
     memo_.passed.resize(slots, 0);
   }
-  if (memo_.scored_version.size() < slots) {
-    memo_.scored_version.resize(slots, 0);
+  if (memo_.scored.size() < slots) {
+    memo_.scored.resize(slots, 0);
     memo_.scored_live.resize(slots);
     memo_.combined.resize(slots);
   }
@@ -39,8 +46,8 @@ void NamesMode::judge(const ClusterView& view, const std::shared_ptr<const Polic
   stale_slots_.clear();
   stale_inputs_.clear();
   for (uint32_t slot : slots_) {
-    if (slot == NodeMemo::kNoSlot || memo_.judged_version[slot] == nodes_.version[slot]) continue;
-    memo_.judged_version[slot] = nodes_.version[slot];  // also once only for a name sent twice
+    if (slot == NodeMemo::kNoSlot || memo_.judged[slot] != 0) continue;
+    memo_.judged[slot] = 1;  // also once only for a name sent twice
     stale_slots_.push_back(slot);
     stale_inputs_.push_back(input(slot));
   }
@@ -66,7 +73,7 @@ void NamesMode::score(const PodRequest& pod, const GpuUtilizationSource* utiliza
                       ScoreSheet& sheet) {
   const Policy& policy = *memo_.policy;  // judge() has reset the memo for another pod or policy
   const size_t per_slot = policy.scorer_count();
-  memo_.raw_scores.resize(memo_.scored_version.size() * per_slot);
+  memo_.raw_scores.resize(memo_.scored.size() * per_slot);
   // Live utilisation (with --prometheus-url) is part of a node's state for gpuIdle: a change scores
   // the node again.
   read_live(utilization, scored);
@@ -75,8 +82,9 @@ void NamesMode::score(const PodRequest& pod, const GpuUtilizationSource* utiliza
   stale_slots_.clear();
   for (size_t k = 0; k < count; ++k) {
     const uint32_t slot = scored[k];
-    if (memo_.scored_version[slot] == nodes_.version[slot] && memo_.scored_live[slot] == live_[k]) continue;
-    memo_.scored_version[slot] = nodes_.version[slot];  // also once only for a name sent twice
+    // Without a utilisation source every live value is empty: nothing to compare.
+    if (memo_.scored[slot] != 0 && (utilization == nullptr || memo_.scored_live[slot] == live_[k])) continue;
+    memo_.scored[slot] = 1;  // also once only for a name sent twice
     memo_.scored_live[slot] = live_[k];
     stale_slots_.push_back(slot);
     stale_inputs_.push_back(input(slot));

@@ -23,20 +23,23 @@ namespace gpu_extender {
 
 class GpuUtilizationSource;
 
-// Per node slot (see NodeMemo), the verdict the policy gave the node, in the state the NodeMemo
-// version names, for a pod with `facts` under `policy`. Reused while all of these hold.
+// Per node slot (see NodeMemo), the verdict the policy gave the node in its state of the last lookup,
+// for a pod with `facts` under `policy`. Reused while all of these hold: a slot the node memo reports
+// changed (NodeMemo::changed) is marked not judged, and not scored.
 struct VerdictMemo {
   std::shared_ptr<const Policy> policy;  // held: a reloaded policy must not reuse this one's address
   PodFacts facts;
-  std::vector<uint64_t> judged_version;  // per slot: the NodeMemo version judged; 0: none
+  // Per slot, a byte (read in the request's order, a new one each cycle: bytes stay in cache where
+  // versions did not): 1 when `verdict` is the node's verdict in its current state.
+  std::vector<uint8_t> judged;
   std::vector<NodeVerdict> verdict;
   std::vector<std::string> reason_json;  // the verdict's reason as a JSON string ("" when it passed)
   // Per slot, whether the verdict passed: a byte a node, read in the request's order (a new one each
   // cycle) where reading the verdict itself was a cache miss a node.
   std::vector<uint8_t> passed;
   // Per slot, the raw scores of the per-node scorers (Policy::score_alone, scorer_count() per slot),
-  // as of the NodeMemo version in scored_version (0: none) and the live GPU utilisation of that time.
-  std::vector<uint64_t> scored_version;
+  // valid where `scored` is 1 (the node's current state), with the live GPU utilisation of that time.
+  std::vector<uint8_t> scored;
   std::vector<std::optional<double>> scored_live;
   std::vector<double> raw_scores;
   std::vector<double> combined;  // per slot, their weighted mean, when every scorer that applies is per-node
