@@ -1,8 +1,7 @@
 #include "buffered_client.h"
 
-#include "common/wait_for_socket.h"
+#include "common/socket_calls.h"
 
-#include <netdb.h>
 #include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -12,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <tuple>
 
 namespace gpu_extender::kube {
 namespace {
@@ -58,8 +58,12 @@ class BufferedStream final : public httplib::Stream {
     return sent;
   }
 
-  void get_remote_ip_and_port(std::string& ip, int& port) const override { address_of(::getpeername, ip, port); }
-  void get_local_ip_and_port(std::string& ip, int& port) const override { address_of(::getsockname, ip, port); }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    std::tie(ip, port) = socket_address(fd_, ::getpeername);
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    std::tie(ip, port) = socket_address(fd_, ::getsockname);
+  }
   socket_t socket() const override { return fd_; }
 
  private:
@@ -111,19 +115,6 @@ class BufferedStream final : public httplib::Stream {
   }
 
   int wait_for(short events, int timeout_ms) const { return wait_for_socket(fd_, events, timeout_ms); }
-
-  void address_of(int (*name_of)(int, sockaddr*, socklen_t*), std::string& ip, int& port) const {
-    sockaddr_storage addr{};
-    socklen_t length = sizeof addr;
-    std::array<char, NI_MAXHOST> host{};
-    std::array<char, NI_MAXSERV> service{};
-    if (name_of(fd_, reinterpret_cast<sockaddr*>(&addr), &length) != 0 ||
-        getnameinfo(reinterpret_cast<sockaddr*>(&addr), length, host.data(), host.size(), service.data(),
-                    service.size(), NI_NUMERICHOST | NI_NUMERICSERV) != 0)
-      return;
-    ip = host.data();
-    port = std::atoi(service.data());
-  }
 
   // A request bigger than this (a large patch) goes out as it is written, after what is held.
   static constexpr size_t kHoldBytes = size_t{64} * 1024;

@@ -1,10 +1,9 @@
 #include "connection_server.h"
 
-#include "common/wait_for_socket.h"
+#include "common/socket_calls.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -127,11 +126,11 @@ class ConnectionStream final : public httplib::Stream {
 
   // Asked by cpp-httplib for every request: looked up once a connection.
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    if (!remote_) remote_ = address_of(::getpeername);
+    if (!remote_) remote_ = socket_address(fd_, ::getpeername);
     std::tie(ip, port) = *remote_;
   }
   void get_local_ip_and_port(std::string& ip, int& port) const override {
-    if (!local_) local_ = address_of(::getsockname);
+    if (!local_) local_ = socket_address(fd_, ::getsockname);
     std::tie(ip, port) = *local_;
   }
   socket_t socket() const override { return fd_; }
@@ -199,19 +198,6 @@ class ConnectionStream final : public httplib::Stream {
     return static_cast<int>(std::max<int64_t>(wait.count(), 0));
   }
 
-  using Address = std::pair<std::string, int>;
-  Address address_of(int (*name_of)(int, sockaddr*, socklen_t*)) const {
-    sockaddr_storage addr{};
-    socklen_t length = sizeof addr;
-    if (name_of(fd_, reinterpret_cast<sockaddr*>(&addr), &length) != 0) return {};
-    std::array<char, NI_MAXHOST> host{};
-    std::array<char, NI_MAXSERV> service{};
-    if (getnameinfo(reinterpret_cast<sockaddr*>(&addr), length, host.data(), host.size(), service.data(),
-                    service.size(), NI_NUMERICHOST | NI_NUMERICSERV) != 0)
-      return {};
-    return {host.data(), std::atoi(service.data())};
-  }
-
   // Plain HTTP: sends what the socket takes now, waiting (within the answer's deadline) only when it
   // takes nothing; the bytes sent, or -1.
   ssize_t send_some(const char* data, size_t size) {
@@ -275,7 +261,8 @@ class ConnectionStream final : public httplib::Stream {
   bool close_requested_ = false;
   static constexpr size_t kCoalesceBytes = size_t{64} * 1024;
   std::string unsent_;  // plain HTTP: the answer's bytes written and not sent yet
-  mutable std::optional<Address> remote_, local_;
+  using Address = std::pair<std::string, int>;
+  mutable std::optional<Address> remote_, local_;  // looked up once a connection
 };
 
 // The connection this thread serves. A thread-local, not a parameter: cpp-httplib calls the routing

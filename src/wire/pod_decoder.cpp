@@ -112,6 +112,18 @@ struct PodKeys {
 // `shared_gpu_memory`: the pod's ALIYUN_COM_GPU_MEM_POD, in the shared memory's unit, when valid.
 void decode_pod_metadata(od::value metadata, const ViewSchema& schema, PodRequest& out,
                          std::optional<int64_t>& shared_gpu_memory) {
+  const PodKeys keys = PodKeys::of(schema);
+  // A labels or annotations map (null: nothing) read for `wanted`, its errors under `name`; false when null.
+  auto read_map = [](auto map, const char* name, const auto& wanted, auto& values) {
+    od::value object = take(map, name, "an object");
+    if (take_null(object, name)) return false;
+    try {
+      decode_string_map(object, wanted, values);
+    } catch (DecodeError& e) {
+      throw e.within(name);
+    }
+    return true;
+  };
   for (auto f : take_object(metadata, "")) {
     std::string_view key = field_key(f, "");
     if (equals_ignore_case(key, "name")) {
@@ -123,27 +135,13 @@ void decode_pod_metadata(od::value metadata, const ViewSchema& schema, PodReques
     } else if (equals_ignore_case(key, "resourceVersion")) {
       out.resource_version = take_string(f.value(), "resourceVersion");
     } else if (equals_ignore_case(key, "labels")) {
-      od::value labels = take(f.value(), "labels", "an object");
-      if (take_null(labels, "labels")) continue;
-      const PodKeys keys = PodKeys::of(schema);
       std::array<std::optional<std::string_view>, ViewSchema::kMaxLabelsPerFact> values;
-      try {
-        decode_string_map(labels, keys.labels, values);
-      } catch (DecodeError& e) {
-        throw e.within("labels");
-      }
+      if (!read_map(f.value(), "labels", keys.labels, values)) continue;
       if (!out.group.name) out.group.name = PodKeys::first_of(values);  // an annotation names the group first
     } else if (equals_ignore_case(key, "annotations")) {
-      od::value annotations = take(f.value(), "annotations", "an object");
-      if (take_null(annotations, "annotations")) continue;
       // The GPU annotations, then the group's lists (group_keys): one pass over the map.
-      const PodKeys keys = PodKeys::of(schema);
       std::array<std::optional<std::string_view>, PodKeys::kAnnotations> values;
-      try {
-        decode_string_map(annotations, keys.annotations, values);
-      } catch (DecodeError& e) {
-        throw e.within("annotations");
-      }
+      if (!read_map(f.value(), "annotations", keys.annotations, values)) continue;
       keys.read_annotations(values, out.group);
       out.gpu_model = values[0];
       out.gpu_family = values[2];

@@ -7,11 +7,13 @@
 namespace gpu_extender {
 namespace {
 
-// How many verdicts of each fit there are, and the bytes their names take (with quotes and a comma).
+// How many verdicts of each fit there are, the bytes their names take (with quotes and a comma) and
+// those of their reasons (JSON): every size the answer's parts are reserved by, from one pass.
 struct FitCounts {
-  std::array<size_t, 3> count{}, name_bytes{};
+  std::array<size_t, 3> count{}, name_bytes{}, reason_bytes{};
   size_t count_of(Fit fit) const { return count[static_cast<size_t>(fit)]; }
   size_t name_bytes_of(Fit fit) const { return name_bytes[static_cast<size_t>(fit)]; }
+  size_t reason_bytes_of(Fit fit) const { return reason_bytes[static_cast<size_t>(fit)]; }
 };
 
 FitCounts count_fits(const ExtenderArgs& args, std::span<const EncodedVerdict> verdicts) {
@@ -20,6 +22,7 @@ FitCounts count_fits(const ExtenderArgs& args, std::span<const EncodedVerdict> v
     const auto fit = static_cast<size_t>(verdicts[i].fit);
     ++c.count[fit];
     c.name_bytes[fit] += args.node_names[i].size() + 3;
+    c.reason_bytes[fit] += verdicts[i].reason_json.size();
   }
   return c;
 }
@@ -71,10 +74,8 @@ void append_failed_map(std::string& out, std::string_view key, const ExtenderArg
   if (counts.count_of(which) == 0) {
     // Nothing refused this way (a burst on a roomy cluster): no pass over the verdicts.
   } else if (args.names_verbatim) {
-    size_t bytes = 0;
-    for (size_t i = 0; i < verdicts.size(); ++i)
-      if (verdicts[i].fit == which) bytes += args.node_names[i].size() + verdicts[i].reason_json.size() + 4;
-    PresizedAppender append(out, bytes);
+    // Each entry: the name with its quotes and a comma, a colon, the reason.
+    PresizedAppender append(out, counts.name_bytes_of(which) + counts.count_of(which) + counts.reason_bytes_of(which));
     for (size_t i = 0; i < verdicts.size(); ++i) {
       if (verdicts[i].fit != which) continue;
       if (!first) append.put(',');
@@ -100,8 +101,8 @@ void append_failed_map(std::string& out, std::string_view key, const ExtenderArg
 }  // namespace
 
 ByteRange encode_filter_result(const ExtenderArgs& args, std::span<const EncodedVerdict> verdicts, std::string& out) {
-  size_t reason_bytes = 0;
-  for (const EncodedVerdict& v : verdicts) reason_bytes += v.reason_json.size();
+  const FitCounts counts = count_fits(args, verdicts);
+  const size_t reason_bytes = counts.reason_bytes_of(Fit::kResolvable) + counts.reason_bytes_of(Fit::kUnresolvable);
   if (args.full_mode) {
     size_t passing_bytes = 0;
     for (size_t i = 0; i < verdicts.size(); ++i)
@@ -122,7 +123,6 @@ ByteRange encode_filter_result(const ExtenderArgs& args, std::span<const Encoded
     out += "{\"Nodes\":null";
   }
   out += ",\"NodeNames\":";
-  const FitCounts counts = count_fits(args, verdicts);
   const ByteRange names = append_passing_names(out, args, verdicts, counts);
   append_failed_map(out, "FailedNodes", args, verdicts, Fit::kResolvable, counts);
   append_failed_map(out, "FailedAndUnresolvableNodes", args, verdicts, Fit::kUnresolvable, counts);
