@@ -16,15 +16,19 @@
 namespace gpu_extender::kube {
 namespace {
 
-// One request and its answer on a connection (see the header). Timeouts are cpp-httplib's own: each
-// wait for the socket is bounded by the client's read or write timeout, as in its own streams.
+// One request and its answer on a connection (see the header). Timeouts are cpp-httplib's own: it
+// makes the client's sockets blocking with SO_RCVTIMEO and SO_SNDTIMEO set to the client's read and
+// write timeouts, so a read or a send is itself the bounded wait: no poll() before each one. OpenSSL
+// reads ahead (a record's header and body, and what follows, in one read() instead of two).
 class BufferedStream final : public httplib::Stream {
  public:
   BufferedStream(int fd, SSL* ssl, int read_timeout_ms, int write_timeout_ms)
-      : fd_(fd), ssl_(ssl), read_timeout_ms_(read_timeout_ms), write_timeout_ms_(write_timeout_ms) {}
+      : fd_(fd), ssl_(ssl), read_timeout_ms_(read_timeout_ms), write_timeout_ms_(write_timeout_ms) {
+    if (ssl_ != nullptr) SSL_set_read_ahead(ssl_, 1);
+  }
 
   bool is_readable() const override {
-    return begin_ < end_ || (ssl_ != nullptr && SSL_pending(ssl_) > 0) || wait_for(POLLIN, read_timeout_ms_) > 0;
+    return begin_ < end_ || tls_has_pending() || wait_for(POLLIN, read_timeout_ms_) > 0;
   }
   bool is_writable() const override { return wait_for(POLLOUT, write_timeout_ms_) > 0; }
 
@@ -67,22 +71,25 @@ class BufferedStream final : public httplib::Stream {
   socket_t socket() const override { return fd_; }
 
  private:
-  // Reads what the connection has (waiting for it up to the read timeout) into buffer_: the bytes
-  // read, 0 when the server closed the connection, -1 on an error or a timeout.
+  // Bytes OpenSSL holds, decrypted or not yet (read ahead): a read may need no wait for them.
+  bool tls_has_pending() const { return ssl_ != nullptr && SSL_has_pending(ssl_) == 1; }
+
+  // Reads what the connection has (the read itself waits, up to the read timeout) into buffer_: the
+  // bytes read, 0 when the server closed the connection, -1 on an error or a timeout.
   ssize_t refill() {
     begin_ = end_ = 0;
-    // A TLS read can want more bytes than one wait brought (a record in pieces, a session ticket
-    // ahead of the data): wait again, a bounded number of times, as cpp-httplib's own stream does.
+    if (ssl_ == nullptr) {
+      ssize_t n = -1;
+      do {
+        n = ::recv(fd_, buffer_.data(), buffer_.size(), 0);
+      } while (n < 0 && errno == EINTR);
+      if (n > 0) end_ = static_cast<size_t>(n);
+      return n;
+    }
+    // A TLS read can end without data (a session ticket ahead of the data, a record in pieces):
+    // read again, a bounded number of times, as cpp-httplib's own stream does.
     for (int attempt = 0; attempt < 1000; ++attempt) {
-      if (!(ssl_ != nullptr && SSL_pending(ssl_) > 0) && wait_for(POLLIN, read_timeout_ms_) <= 0) return -1;
-      if (ssl_ == nullptr) {
-        ssize_t n = -1;
-        do {
-          n = ::recv(fd_, buffer_.data(), buffer_.size(), 0);
-        } while (n < 0 && errno == EINTR);
-        if (n > 0) end_ = static_cast<size_t>(n);
-        return n;
-      }
+      errno = 0;
       const int n = SSL_read(ssl_, buffer_.data(), static_cast<int>(buffer_.size()));
       if (n > 0) {
         end_ = static_cast<size_t>(n);
@@ -91,6 +98,8 @@ class BufferedStream final : public httplib::Stream {
       const int error = SSL_get_error(ssl_, n);
       if (error == SSL_ERROR_ZERO_RETURN) return 0;
       if (error != SSL_ERROR_WANT_READ) return -1;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return -1;  // the read timeout passed
+      if (errno != EINTR && !tls_has_pending() && wait_for(POLLIN, read_timeout_ms_) <= 0) return -1;
     }
     return -1;
   }
@@ -98,11 +107,10 @@ class BufferedStream final : public httplib::Stream {
   bool send_all(const char* data, size_t size) {
     size_t sent = 0;
     while (sent < size) {
-      if (wait_for(POLLOUT, write_timeout_ms_) <= 0) return false;
       const size_t chunk = std::min<size_t>(size - sent, size_t{1} << 30);
       ssize_t n = -1;
       if (ssl_ != nullptr) {
-        n = SSL_write(ssl_, data + sent, static_cast<int>(chunk));
+        n = SSL_write(ssl_, data + sent, static_cast<int>(chunk));  // waits at most the write timeout
       } else {
         do {
           n = ::send(fd_, data + sent, chunk, MSG_NOSIGNAL);

@@ -23,6 +23,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// How often a connection waiting for its next request looks whether the server stops or the
+// keep-alive time has passed.
+constexpr std::chrono::milliseconds kIdleWake{250};
+
 // One connection's stream, alive across all of its requests (see the header for why).
 class ConnectionStream final : public httplib::Stream {
  public:
@@ -39,8 +43,14 @@ class ConnectionStream final : public httplib::Stream {
       const auto left = idle_until - Clock::now();
       if (left <= Clock::duration::zero()) return false;
       // Wake now and then to notice a server stop; an idle connection costs a few wake-ups a second.
-      const int wait_ms = static_cast<int>(
-          std::min<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(left).count() + 1, 250));
+      if (ssl_ == nullptr) {
+        // The read is the wait: SO_RCVTIMEO (kIdleWake) ends it; no poll() before each request.
+        const ssize_t n = receive(0);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) return false;
+        continue;
+      }
+      const int wait_ms = static_cast<int>(std::min<int64_t>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(left).count() + 1, kIdleWake.count()));
       const int ready = poll_fd(POLLIN, wait_ms);
       if (ready < 0) return false;
       if (ready > 0) {
@@ -327,8 +337,11 @@ void ConnectionServer::answer_problem(httplib::Stream& stream, RequestProblem pr
 }
 
 bool ConnectionServer::process_and_close_socket(socket_t sock) {
-  // A blocking read or write inside OpenSSL (the rest of a record) is bounded by these.
+  // A blocking read or write inside OpenSSL (the rest of a record) is bounded by these. Plain HTTP
+  // reads block only while waiting for a request (every read within one is MSG_DONTWAIT or follows
+  // a poll): there the receive timeout is how often the wait looks at the idle limit and a stop.
   timeval read_timeout{static_cast<time_t>(limits_.read_timeout.count()), 0};
+  if (!tls_) read_timeout = timeval{0, static_cast<suseconds_t>(std::chrono::microseconds(kIdleWake).count())};
   timeval write_timeout{static_cast<time_t>(limits_.write_timeout.count()), 0};
   setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &read_timeout, sizeof read_timeout);
   setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &write_timeout, sizeof write_timeout);
