@@ -1,7 +1,6 @@
 #include "body_reader.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "connection_server.h"
 #include "gpu_extender/wire.h"
@@ -11,11 +10,10 @@ namespace {
 constexpr size_t kMinCharge = size_t{64} * 1024;  // a body's first charge when it declares no (or a tiny) length
 }  // namespace
 
-BodyRead read_body(const httplib::Request& req, const httplib::Response& res, const httplib::ContentReader& read_content,
-                   const BodyLimits& limits, MemoryBudget& budget, MemoryBudget::Lease& lease,
-                   std::chrono::steady_clock::time_point budget_deadline, std::string& body) {
+BodyRead read_body(size_t declared, const httplib::ContentReader& read_content,
+                   const std::function<bool()>& refused_as_too_large, const BodyLimits& limits, MemoryBudget& budget,
+                   MemoryBudget::Lease& lease, std::chrono::steady_clock::time_point budget_deadline, std::string& body) {
   const size_t max = limits.max_body_bytes;
-  const size_t declared = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
   bool over_budget = !lease.cover(std::min(std::max(declared, kMinCharge), max), budget_deadline);
   if (declared <= max) body.reserve(declared + kJsonPadding);
   bool over_limit = false;
@@ -40,7 +38,7 @@ BodyRead read_body(const httplib::Request& req, const httplib::Response& res, co
                 " MiB charged to bodies in flight (--memory-budget-bytes); retry shortly"};
   } else if (!complete) {
     // cpp-httplib stops reading past --max-body-bytes (and marks 413), or when the client goes away.
-    if (over_limit || res.status == 413 || declared > max)
+    if (over_limit || declared > max || refused_as_too_large())
       read = {BodyRead::Outcome::kTooLarge, 413, "request body larger than --max-body-bytes (" + std::to_string(max) + " bytes)"};
     else if (ConnectionServer::current_problem() == RequestProblem::kTimedOut)
       read = {BodyRead::Outcome::kTooSlow, 408,

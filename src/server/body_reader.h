@@ -8,6 +8,7 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -31,10 +32,12 @@ struct BodyRead {
   bool close_connection() const { return outcome != Outcome::kComplete && outcome != Outcome::kEmpty; }
 };
 
-// Reads the body of `req` into `body` (with room for the parser's padding, so it is parsed in place),
-// charging `lease` as it grows; waits for budget room until `budget_deadline`.
-BodyRead read_body(const httplib::Request& req, const httplib::Response& res, const httplib::ContentReader& read_content,
-                   const BodyLimits& limits, MemoryBudget& budget, MemoryBudget::Lease& lease,
-                   std::chrono::steady_clock::time_point budget_deadline, std::string& body);
+// Reads a body of `declared` bytes (its Content-Length; 0 when it has none) with `read_content` into
+// `body` (with room for the parser's padding, so it is parsed in place), charging `lease` as it grows;
+// waits for budget room until `budget_deadline`. `refused_as_too_large`, asked when reading stopped
+// early: the HTTP layer stopped it for the body's size.
+BodyRead read_body(size_t declared, const httplib::ContentReader& read_content,
+                   const std::function<bool()>& refused_as_too_large, const BodyLimits& limits, MemoryBudget& budget,
+                   MemoryBudget::Lease& lease, std::chrono::steady_clock::time_point budget_deadline, std::string& body);
 
 }  // namespace gpu_extender

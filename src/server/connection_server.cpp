@@ -145,6 +145,14 @@ class ConnectionStream final : public httplib::Stream {
   }
   socket_t socket() const override { return fd_; }
 
+  // Plain HTTP: the bytes read and not taken yet; consume() takes them, receive_more() reads more
+  // (within the request's deadlines; false when none came).
+  std::string_view buffered_bytes() const {
+    return {buffer_.data() + buffered_begin_, buffered_end_ - buffered_begin_};
+  }
+  void consume(size_t n) { buffered_begin_ += n; }
+  bool receive_more() { return fill() > 0; }
+
  private:
   // Plain HTTP reads into buffer_ (kept across requests: a pipelined request's bytes are not lost).
   // TLS keeps its read-ahead in OpenSSL instead (tls_peeked_: a record is waiting there).
@@ -280,6 +288,77 @@ class ConnectionStream final : public httplib::Stream {
 // after an answer, to learn why a read stopped).
 thread_local ConnectionStream* current_stream = nullptr;
 
+// A simple request read from the connection's buffer. Its head is taken from the buffer when the body
+// is read or the answer written; a route that declines it has taken nothing.
+class StreamExchange final : public SimpleExchange {
+ public:
+  StreamExchange(ConnectionStream& stream, const SimpleHead& head, bool last, std::string_view keep_alive_line)
+      : stream_(stream), head_(head), ends_connection_(last || head.client_closes), keep_alive_line_(keep_alive_line) {}
+
+  const SimpleHead& head() const override { return head_; }
+
+  bool read_body(const std::function<bool(const char*, size_t)>& receiver) override {
+    take_head();
+    while (body_left_ > 0) {
+      if (stream_.buffered_bytes().empty() && !stream_.receive_more()) return false;
+      const std::string_view piece = stream_.buffered_bytes().substr(0, body_left_);
+      stream_.consume(piece.size());
+      body_left_ -= piece.size();
+      if (!receiver(piece.data(), piece.size())) return false;
+    }
+    return true;
+  }
+
+  void close_after_answer() override { close_ = true; }
+
+  void answer(int status, std::string_view content_type, std::string_view more_headers,
+              std::string_view body) override {
+    take_head();
+    close_ = close_ || ends_connection_;
+    std::string head;
+    head.reserve(128 + more_headers.size());
+    head.append("HTTP/1.1 ").append(std::to_string(status)).append(" ").append(status_reason(status)).append("\r\n");
+    if (close_) head.append("Connection: close\r\n");
+    head.append("Content-Length: ").append(std::to_string(body.size())).append("\r\n");
+    if (!body.empty()) head.append("Content-Type: ").append(content_type).append("\r\n");
+    // As cpp-httplib: Keep-Alive unless this request ends the connection by itself, even when the
+    // answer closes it for another reason (then both headers go out).
+    if (!ends_connection_) head.append(keep_alive_line_);
+    head.append(more_headers).append("\r\n");
+    answered_ = write_all(head) && write_all(body);
+  }
+
+  bool answered() const { return answered_; }
+  // The connection cannot go on: asked to close, or the body was not read to its end.
+  bool must_close() const { return close_ || !head_taken_ || body_left_ > 0; }
+
+ private:
+  // The stream takes a large write in parts (what the socket accepts at once).
+  bool write_all(std::string_view bytes) {
+    while (!bytes.empty()) {
+      const ssize_t n = stream_.write(bytes.data(), bytes.size());
+      if (n < 0) return false;
+      bytes.remove_prefix(static_cast<size_t>(n));
+    }
+    return true;
+  }
+
+  void take_head() {
+    if (head_taken_) return;
+    head_taken_ = true;
+    stream_.consume(head_.head_bytes);
+    stream_.headers_complete();
+    body_left_ = head_.content_length;
+  }
+
+  ConnectionStream& stream_;
+  const SimpleHead head_;
+  const bool ends_connection_;  // the last request of the connection, or the client said close
+  const std::string_view keep_alive_line_;
+  bool head_taken_ = false, close_ = false, answered_ = false;
+  size_t body_left_ = 0;
+};
+
 // The TLS handshake, with the header deadline: a client trickling its handshake is cut off too.
 bool accept_tls(int fd, SSL* ssl, std::chrono::seconds deadline) {
   const int flags = fcntl(fd, F_GETFL, 0);
@@ -356,9 +435,23 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
     current_stream = &stream;
     const auto stopping = [this] { return svr_sock_ == INVALID_SOCKET; };
     size_t left = limits_.max_requests_per_connection;
+    // As cpp-httplib writes it (see set_keep_alive_timeout and set_keep_alive_max_count above).
+    const std::string keep_alive_line = "Keep-Alive: timeout=" + std::to_string(limits_.keep_alive.count()) +
+                                        ", max=" + std::to_string(limits_.max_requests_per_connection) + "\r\n";
     while (left > 0 && stream.await_request(stopping)) {
       bool closed = false;
       const bool last = left == 1 || stopping();
+      if (simple_route_ && ssl == nullptr) {
+        if (const auto head = parse_simple_head(stream.buffered_bytes(), limits_.max_header_bytes, simple_paths_)) {
+          StreamExchange exchange(stream, *head, last, keep_alive_line);
+          if (simple_route_(exchange)) {
+            graceful = exchange.answered() && stream.flush();
+            if (!graceful || exchange.must_close() || stream.problem() != RequestProblem::kNone) break;
+            --left;
+            continue;
+          }
+        }
+      }
       graceful = process_request(stream, last, closed, [ssl](httplib::Request& req) { req.ssl = ssl; });
       if (!graceful && stream.problem() != RequestProblem::kNone && !stream.answered())
         answer_problem(stream, stream.problem());  // cut off in the request line: cpp-httplib said nothing

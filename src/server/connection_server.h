@@ -22,6 +22,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
+
+#include "simple_request.h"
 
 namespace gpu_extender {
 
@@ -38,6 +42,28 @@ struct ConnectionLimits {
 
 // Why the current request on this thread's connection ended early (for the error answer).
 enum class RequestProblem { kNone, kHeadersTooLarge, kTimedOut };
+
+// A simple request (simple_request.h) on a plain-HTTP connection, given to a SimpleRoute, and its answer.
+class SimpleExchange {
+ public:
+  virtual const SimpleHead& head() const = 0;
+  // Hands the body to `receiver` as it arrives, in pieces (its false stops the reading); false when
+  // the body did not come whole (the read problem is current_problem()).
+  virtual bool read_body(const std::function<bool(const char*, size_t)>& receiver) = 0;
+  // The connection closes once the answer is written (also says "Connection: close").
+  virtual void close_after_answer() = 0;
+  // Writes the answer as cpp-httplib would: the status line, then the headers in cpp-httplib's order
+  // (by name: Connection, Content-Length, Content-Type, Keep-Alive), then `more_headers` (whole
+  // "Name: value\r\n" lines whose names sort after those), the empty line and the body.
+  virtual void answer(int status, std::string_view content_type, std::string_view more_headers,
+                      std::string_view body) = 0;
+
+ protected:
+  ~SimpleExchange() = default;
+};
+// Serves a simple request; false when it does not take it (then cpp-httplib serves it: nothing of it
+// was read).
+using SimpleRoute = std::function<bool(SimpleExchange&)>;
 
 class ConnectionServer : public httplib::Server {
  public:
@@ -57,6 +83,12 @@ class ConnectionServer : public httplib::Server {
   static void close_after_answer(httplib::Response& res);
   static RequestProblem current_problem();
 
+  // Simple requests (simple_request.h) for one of `paths`, on plain HTTP, go to `route` first.
+  void set_simple_route(std::vector<std::string> paths, SimpleRoute route) {
+    simple_paths_ = std::move(paths);
+    simple_route_ = std::move(route);
+  }
+
  private:
   bool process_and_close_socket(socket_t sock) override;
 
@@ -65,6 +97,8 @@ class ConnectionServer : public httplib::Server {
   const ConnectionLimits limits_;
   SslContextHandle tls_;
   ProblemAnswer problem_answer_;
+  std::vector<std::string> simple_paths_;
+  SimpleRoute simple_route_;
 };
 
 }  // namespace gpu_extender

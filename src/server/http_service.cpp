@@ -3,9 +3,11 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
+#include <vector>
 
 #include <sys/socket.h>
 
@@ -271,43 +273,109 @@ void HttpService::install_probe_routes(httplib::Server& svr) {
   for (const char* path : {"/healthz", "/readyz", "/version", "/metrics"}) method_not_allowed(svr, path, "GET");
 }
 
-// One verb request: its body read under the limits, the verb, the request log and the metrics.
-void HttpService::serve_verb(Verb verb, const httplib::Request& req, httplib::Response& res,
-                             const httplib::ContentReader& read_content) {
+struct HttpService::VerbAnswer {
+  int status = 200;
+  uint64_t request_id = 0;
+  bool retry_after = false;  // over the memory budget: "Retry-After: 1"
+  bool close = false;        // the body was not read to its end
+  std::shared_ptr<Workspace> ws;  // ws->answer is the body
+  std::shared_ptr<MemoryBudget::Lease> lease;  // the body's memory charge, held until the answer is written
+};
+
+HttpService::VerbAnswer HttpService::answer_verb(Verb verb, size_t declared_length,
+                                                 const httplib::ContentReader& read_content,
+                                                 const std::function<bool()>& refused_as_too_large) {
   const auto started = std::chrono::steady_clock::now();
+  VerbAnswer answer;
   RequestRecord record;
   record.id = next_request_id_.fetch_add(1);
   record.verb = verb;
-  auto lease = std::make_shared<MemoryBudget::Lease>(budget_);
-  std::shared_ptr<Workspace> ws = service_->workspaces().acquire();
-  const BodyRead read = read_body(req, res, read_content, {options_.max_body_bytes, options_.request_timeout_seconds},
-                                  budget_, *lease, started + kBudgetWait, ws->body);
+  answer.request_id = record.id;
+  answer.lease = std::make_shared<MemoryBudget::Lease>(budget_);
+  answer.ws = service_->workspaces().acquire();
+  Workspace& ws = *answer.ws;
+  const BodyRead read =
+      read_body(declared_length, read_content, refused_as_too_large,
+                {options_.max_body_bytes, options_.request_timeout_seconds}, budget_, *answer.lease,
+                started + kBudgetWait, ws.body);
   const auto body_read = std::chrono::steady_clock::now();
   VerbSummary summary;
   summary.want_reasons = spdlog::should_log(spdlog::level::debug);
   if (read.complete()) {
-    record.status = service_->handle(verb, *ws, summary);
+    record.status = service_->handle(verb, ws, summary);
   } else {
     record.status = read.status;
     summary.error = read.error;
-    encode_error_object(summary.error, ws->answer);
-    if (read.outcome == BodyRead::Outcome::kOverBudget) res.set_header("Retry-After", "1");
-    if (read.close_connection()) ConnectionServer::close_after_answer(res);  // the body was not read to its end
+    encode_error_object(summary.error, ws.answer);
+    answer.retry_after = read.outcome == BodyRead::Outcome::kOverBudget;
+    answer.close = read.close_connection();
   }
   const auto done = std::chrono::steady_clock::now();
   record.ms = std::chrono::duration<double, std::milli>(done - started).count();
   record.read_ms = std::chrono::duration<double, std::milli>(body_read - started).count();
-  record.bytes_in = ws->body.size();
-  record.bytes_out = ws->answer.size();
+  record.bytes_in = ws.body.size();
+  record.bytes_out = ws.answer.size();
   log_request(record, summary);
   metrics_->observe(verb_name(verb), record.status, record.ms / 1000.0, record.bytes_in, summary);
-  res.set_header("X-Request-Id", std::to_string(record.id));
-  send_answer(res, record.status, std::move(ws), std::move(lease));
+  answer.status = record.status;
+  return answer;
 }
 
-void HttpService::install_verb_routes(httplib::Server& svr) {
-  for (const Verb verb : kAllVerbs) {
-    const std::string path = "/" + std::string(verb_name(verb));
+// A verb request through cpp-httplib (what the simple route does not take).
+void HttpService::serve_verb(Verb verb, const httplib::Request& req, httplib::Response& res,
+                             const httplib::ContentReader& read_content) {
+  const size_t declared = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
+  VerbAnswer answer = answer_verb(verb, declared, read_content, [&res] { return res.status == 413; });
+  if (answer.retry_after) res.set_header("Retry-After", "1");
+  if (answer.close) ConnectionServer::close_after_answer(res);
+  res.set_header("X-Request-Id", std::to_string(answer.request_id));
+  send_answer(res, answer.status, std::move(answer.ws), std::move(answer.lease));
+}
+
+// A verb request kube-scheduler's way (simple_request.h), read and answered without cpp-httplib: the
+// same answer, headers and all, as serve_verb's through it.
+bool HttpService::serve_simple(SimpleExchange& exchange) {
+  WorkerPool* pool = workers_.load();
+  // Shedding load (the pre-routing handler's 503) stays with cpp-httplib's path.
+  if (pool && pool->waiting() > static_cast<size_t>(options_.max_queued_connections)) return false;
+  const auto verb = std::find_if(kAllVerbs.begin(), kAllVerbs.end(), [&](Verb v) {
+    return exchange.head().path.substr(1) == verb_name(v);
+  });
+  if (verb == kAllVerbs.end()) return false;
+  const size_t declared = exchange.head().content_length;
+  // A body declared larger than the limit is not read (cpp-httplib's payload limit, the same 413).
+  const bool too_large = declared > options_.max_body_bytes;
+  const httplib::ContentReader reader(
+      [&](const httplib::ContentReceiver& receiver) { return !too_large && exchange.read_body(receiver); },
+      [](const httplib::MultipartContentHeader&, const httplib::ContentReceiver&) { return false; });
+  VerbAnswer answer;
+  try {
+    answer = answer_verb(*verb, declared, reader, [too_large] { return too_large; });
+  } catch (const std::exception& e) {  // as the exception handler answers on cpp-httplib's path
+    spdlog::error("path={} internal error: {}", exchange.head().path, e.what());
+    std::string body;
+    encode_error_object("internal error: " + std::string(e.what()), body);
+    exchange.close_after_answer();
+    exchange.answer(500, kJson, "", body);
+    return true;
+  }
+  if (answer.close) exchange.close_after_answer();
+  if (pool && pool->waiting() > 0) exchange.close_after_answer();  // as the post-routing handler
+  std::string more_headers;
+  if (answer.retry_after) more_headers += "Retry-After: 1\r\n";
+  more_headers.append("X-Request-Id: ").append(std::to_string(answer.request_id)).append("\r\n");
+  exchange.answer(answer.status, kJson, more_headers, answer.ws->answer);
+  return true;
+}
+
+void HttpService::install_verb_routes(ConnectionServer& svr) {
+  std::vector<std::string> paths;
+  paths.reserve(kAllVerbs.size());
+  for (const Verb verb : kAllVerbs) paths.push_back("/" + std::string(verb_name(verb)));
+  svr.set_simple_route(paths, [this](SimpleExchange& exchange) { return serve_simple(exchange); });
+  for (size_t i = 0; i < kAllVerbs.size(); ++i) {
+    const Verb verb = kAllVerbs[i];
+    const std::string& path = paths[i];
     svr.Post(path, [this, verb](const httplib::Request& req, httplib::Response& res,
                                 const httplib::ContentReader& read_content) { serve_verb(verb, req, res, read_content); });
     method_not_allowed(svr, path, "POST");

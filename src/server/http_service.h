@@ -4,6 +4,7 @@
 // Thread-safe: start() blocks serving; stop() may be called from any thread (e.g. a signal handler
 // thread) to make start() return.
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <map>
 #include <string>
@@ -26,6 +27,7 @@ namespace gpu_extender {
 class WorkerPool;
 class TlsCertificates;
 class ConnectionServer;
+class SimpleExchange;
 enum class RequestProblem;
 
 class HttpService {
@@ -44,9 +46,15 @@ class HttpService {
  private:
   std::pair<int, std::string> problem_answer(RequestProblem problem) const;
   void configure(ConnectionServer& svr, int threads, int max_threads, std::atomic<WorkerPool*>* pool) const;
-  void install_verb_routes(httplib::Server& svr);
+  void install_verb_routes(ConnectionServer& svr);
+  struct VerbAnswer;
+  // One verb request, whichever HTTP layer carries it: the body read under the limits, the verb, the
+  // request log and the metrics.
+  VerbAnswer answer_verb(Verb verb, size_t declared_length, const httplib::ContentReader& read_content,
+                         const std::function<bool()>& refused_as_too_large);
   void serve_verb(Verb verb, const httplib::Request& req, httplib::Response& res,
                   const httplib::ContentReader& read_content);
+  bool serve_simple(SimpleExchange& exchange);
   void install_probe_routes(httplib::Server& svr);
 
   std::shared_ptr<const ExtenderService> service_;

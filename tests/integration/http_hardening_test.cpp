@@ -8,6 +8,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
+#include <vector>
 
 #include "../unit/test_support.h"
 #include "gpu_extender/wire.h"
@@ -103,6 +105,41 @@ size_t count_of(const std::string& text, const std::string& part) {
   return count;
 }
 }  // namespace
+
+// What a request's answer says, its request id (a counter) set aside.
+std::string without_request_id(std::string answer) {
+  const size_t at = answer.find("X-Request-Id: ");
+  if (at != std::string::npos) answer.erase(at, answer.find("\r\n", at) - at);
+  return answer;
+}
+
+TEST_CASE("http: kube-scheduler's plain requests, read without cpp-httplib, are answered as cpp-httplib answers") {
+  ExtenderProcess p({"--max-body-bytes", "100000"});
+  const std::string good = test_support::sample("filter-gpu-full.json");
+  // (body, declared length, headers besides Host and Content-Length)
+  const std::vector<std::tuple<std::string, size_t, std::string>> cases = {
+      {good, good.size(), "Content-Type: application/json\r\nConnection: close\r\n"},
+      {"{\"Pod\":", 7, "Connection: close\r\n"},
+      {"", 200000, ""},                         // declared past --max-body-bytes: 413, unread, closed
+      {good, good.size(), "Connection: close\r\n"},
+      {good, good.size(), "Connection:  keep-alive \r\nAccept-Encoding: gzip\r\n"},  // then closed by the next
+  };
+  for (const auto& [body, length, headers] : cases) {
+    // A query string is not kube-scheduler's: that request goes through cpp-httplib's parser, and the
+    // route is the same.
+    std::vector<std::string> answers;
+    for (const std::string path : {"/filter", "/filter?via=cpp-httplib"}) {
+      std::string request = "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(length) +
+                            "\r\n" + headers + "\r\n" + body;
+      if (headers.find("keep-alive") != std::string::npos)
+        request += "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+      answers.push_back(without_request_id(raw_exchange(p.port(), request)));
+    }
+    INFO("declared " << length << ", headers " << headers << ": " << answers[0]);
+    CHECK(answers[0].rfind("HTTP/1.1 ", 0) == 0);
+    CHECK(answers[0] == answers[1]);
+  }
+}
 
 TEST_CASE("http: pipelined requests are all answered, in order") {
   ExtenderProcess p;
