@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <optional>
+#include <thread>
 
 namespace gpu_extender::kube {
 namespace {
@@ -279,7 +281,7 @@ ApiResponse ApiClient::merge_patch(const std::string& path, const std::string& j
 }
 
 ApiResponse ApiClient::watch(const std::string& path, const std::function<bool(std::string_view)>& on_line,
-                             std::chrono::milliseconds idle_timeout) const {
+                             std::chrono::milliseconds idle_timeout, std::chrono::milliseconds batch) const {
   ApiResponse out;
   auto client = connect(idle_timeout);
   {
@@ -295,6 +297,7 @@ ApiResponse ApiClient::watch(const std::string& path, const std::function<bool(s
   }
   std::string pending;
   int status = 0;
+  std::optional<std::chrono::steady_clock::time_point> last_events;  // when on_line last had lines
   const httplib::Headers headers{{"Accept", "application/json"}};
   auto res = client->Get(
       path.c_str(), headers,
@@ -314,6 +317,12 @@ ApiResponse ApiClient::watch(const std::string& path, const std::function<bool(s
           start = nl + 1;
         }
         pending.erase(0, start);
+        if (start > 0 && batch > std::chrono::milliseconds::zero()) {
+          const auto now = std::chrono::steady_clock::now();
+          const bool flowing = last_events && now - *last_events < batch;
+          last_events = now;
+          if (flowing && !cancelled_) std::this_thread::sleep_for(batch);  // the next events gather meanwhile
+        }
         return !cancelled_;
       });
   {

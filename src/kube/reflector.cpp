@@ -201,7 +201,7 @@ Reflector::WatchEnd Reflector::watch() {
   WatchEnd end = WatchEnd::kResume;
   const ApiResponse res =
       api_->watch(path, [&](std::string_view line) { return !stopping_ && apply_event(line, end); },
-                  options_.idle_timeout);
+                  options_.idle_timeout, options_.watch_batch);
   if (end != WatchEnd::kResume) return end;
   if (res.status == 410) return WatchEnd::kRelist;
   if (stopping_) return WatchEnd::kResume;

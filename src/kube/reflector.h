@@ -21,6 +21,10 @@ namespace gpu_extender::kube {
 struct ReflectorOptions {
   std::chrono::seconds watch_timeout{300};         // asked of the server (timeoutSeconds)
   std::chrono::milliseconds idle_timeout{360000};  // nothing at all for this long: reconnect
+  // Events of a burst read together, once per this (ApiClient::watch): a pod bound in a burst reaches
+  // the view up to this late. The extender's own binds do not wait for it (the view counts a pod as
+  // assumed from its /bind on), so this delays what others do, by less than a scheduling cycle.
+  std::chrono::milliseconds watch_batch{40};
   std::chrono::milliseconds min_backoff{200};
   std::chrono::milliseconds max_backoff{30000};
   size_t page_size = 500;

@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <thread>
@@ -79,6 +80,42 @@ TEST_CASE("api client: a watch delivers its events line by line through the buff
   CHECK(parsed_all);
   REQUIRE(names.size() == 20);
   for (int i = 0; i < 20; ++i) CHECK(names[static_cast<size_t>(i)] == "w-" + std::to_string(i));
+}
+
+TEST_CASE("api client: a watch read in batches delivers every event in order, and stops when cancelled") {
+  FakeApiServer api;
+  const auto client = test_support::api_client_for(api);
+  const kube::ApiResponse listed = client->get("/api/v1/pods", kTimeout);
+  REQUIRE(listed.status == 200);
+  const std::string version = json::parse(listed.body)["metadata"]["resourceVersion"];
+  // Events a few milliseconds apart: the stream is read once per batch, the events written while it
+  // waited arrive with the next read.
+  std::thread writer([&] {
+    for (int i = 0; i < 60; ++i) {
+      api.put_pod(test_support::pending_pod("b-" + std::to_string(i), 1, 0));
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  std::vector<std::string> names;
+  std::atomic<bool> cancelled{false};
+  std::thread canceller;
+  const kube::ApiResponse watched = client->watch(
+      "/api/v1/pods?watch=true&resourceVersion=" + version,
+      [&](std::string_view line) {
+        const json event = json::parse(line, nullptr, false);
+        if (!event.is_discarded()) names.push_back(event["object"]["metadata"]["name"]);
+        if (names.size() == 60 && !cancelled.exchange(true)) {
+          // Cancelled from elsewhere while the stream waits for its next batch: the watch ends.
+          canceller = std::thread([&] { client->cancel(); });
+        }
+        return true;
+      },
+      kTimeout, std::chrono::milliseconds(50));
+  writer.join();
+  if (canceller.joinable()) canceller.join();
+  REQUIRE(names.size() == 60);
+  for (int i = 0; i < 60; ++i) CHECK(names[static_cast<size_t>(i)] == "b-" + std::to_string(i));
+  CHECK(cancelled);
 }
 
 TEST_CASE("api client: a token file rotated within the second it is not looked at is read again after a 401") {
