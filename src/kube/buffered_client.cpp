@@ -131,7 +131,7 @@ class BufferedStream final : public httplib::Stream {
   SSL* const ssl_;
   const int read_timeout_ms_, write_timeout_ms_;
   std::string unsent_;
-  std::array<char, size_t{16} * 1024> buffer_{};  // one TLS record's worth
+  std::array<char, size_t{16} * 1024> buffer_;  // one TLS record's worth; not zeroed (a stream is made per call)
   size_t begin_ = 0, end_ = 0;
 };
 
