@@ -19,13 +19,12 @@ namespace {
 // One request and its answer on a connection (see the header). Timeouts are cpp-httplib's own: it
 // makes the client's sockets blocking with SO_RCVTIMEO and SO_SNDTIMEO set to the client's read and
 // write timeouts, so a read or a send is itself the bounded wait: no poll() before each one. OpenSSL
-// reads ahead (a record's header and body, and what follows, in one read() instead of two).
+// reads ahead (set on the client's context: a record's header and body, and what follows, in one
+// read() instead of two).
 class BufferedStream final : public httplib::Stream {
  public:
   BufferedStream(int fd, SSL* ssl, int read_timeout_ms, int write_timeout_ms)
-      : fd_(fd), ssl_(ssl), read_timeout_ms_(read_timeout_ms), write_timeout_ms_(write_timeout_ms) {
-    if (ssl_ != nullptr) SSL_set_read_ahead(ssl_, 1);
-  }
+      : fd_(fd), ssl_(ssl), read_timeout_ms_(read_timeout_ms), write_timeout_ms_(write_timeout_ms) {}
 
   bool is_readable() const override {
     return begin_ < end_ || tls_has_pending() || wait_for(POLLIN, read_timeout_ms_) > 0;
@@ -179,9 +178,12 @@ std::unique_ptr<httplib::ClientImpl> make_buffered_client(const std::string& hos
 
 std::unique_ptr<httplib::SSLClient> make_buffered_tls_client(const std::string& host, int port, X509* client_cert,
                                                              EVP_PKEY* client_key) {
-  if (client_cert != nullptr && client_key != nullptr)
-    return std::make_unique<BufferedTlsClient>(host, port, client_cert, client_key);
-  return std::make_unique<BufferedTlsClient>(host, port);
+  std::unique_ptr<httplib::SSLClient> client =
+      client_cert != nullptr && client_key != nullptr
+          ? std::make_unique<BufferedTlsClient>(host, port, client_cert, client_key)
+          : std::make_unique<BufferedTlsClient>(host, port);
+  SSL_CTX_set_read_ahead(client->ssl_context(), 1);  // every connection's SSL inherits it
+  return client;
 }
 
 }  // namespace gpu_extender::kube

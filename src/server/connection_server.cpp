@@ -388,6 +388,9 @@ ConnectionServer::ConnectionServer(ConnectionLimits limits, SslContextHandle tls
     : limits_(limits), tls_(std::move(tls)) {
   set_keep_alive_timeout(limits_.keep_alive.count());  // for the Keep-Alive header cpp-httplib writes
   set_keep_alive_max_count(limits_.max_requests_per_connection);
+  // As cpp-httplib writes it from the two settings above, for the answers written without it.
+  keep_alive_line_ = "Keep-Alive: timeout=" + std::to_string(limits_.keep_alive.count()) +
+                     ", max=" + std::to_string(limits_.max_requests_per_connection) + "\r\n";
 }
 
 ConnectionServer::~ConnectionServer() = default;
@@ -435,15 +438,12 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
     current_stream = &stream;
     const auto stopping = [this] { return svr_sock_ == INVALID_SOCKET; };
     size_t left = limits_.max_requests_per_connection;
-    // As cpp-httplib writes it (see set_keep_alive_timeout and set_keep_alive_max_count above).
-    const std::string keep_alive_line = "Keep-Alive: timeout=" + std::to_string(limits_.keep_alive.count()) +
-                                        ", max=" + std::to_string(limits_.max_requests_per_connection) + "\r\n";
     while (left > 0 && stream.await_request(stopping)) {
       bool closed = false;
       const bool last = left == 1 || stopping();
       if (simple_route_ && ssl == nullptr) {
         if (const auto head = parse_simple_head(stream.buffered_bytes(), limits_.max_header_bytes, simple_paths_)) {
-          StreamExchange exchange(stream, *head, last, keep_alive_line);
+          StreamExchange exchange(stream, *head, last, keep_alive_line_);
           if (simple_route_(exchange)) {
             graceful = exchange.answered() && stream.flush();
             if (!graceful || exchange.must_close() || stream.problem() != RequestProblem::kNone) break;

@@ -99,6 +99,7 @@ class ConnectionServer : public httplib::Server {
   ProblemAnswer problem_answer_;
   std::vector<std::string> simple_paths_;
   SimpleRoute simple_route_;
+  std::string keep_alive_line_;  // "Keep-Alive: ...\r\n" for simple requests' answers
 };
 
 }  // namespace gpu_extender

@@ -38,6 +38,12 @@ void send_error(httplib::Response& res, int status, std::string_view message) {
   res.set_content(body, kJson);
 }
 
+// The Error of a 500 for an exception a handler let out, logged; either HTTP path answers it.
+std::string internal_error(std::string_view path, std::string_view what) {
+  spdlog::error("path={} internal error: {}", path, what);
+  return "internal error: " + std::string(what);
+}
+
 // Serves the workspace's answer without copying it, and with a fixed length: cpp-httplib then neither
 // copies nor gzips it (compressing megabytes of node objects costs more than sending them over a
 // cluster network). The workspace returns to the pool once the answer is written.
@@ -224,8 +230,7 @@ void HttpService::configure(ConnectionServer& svr, int threads, int max_threads,
       what = e.what();
     } catch (...) {
     }
-    spdlog::error("path={} internal error: {}", req.path, what);
-    send_error(res, 500, "internal error: " + what);
+    send_error(res, 500, internal_error(req.path, what));
   });
 }
 
@@ -338,23 +343,21 @@ bool HttpService::serve_simple(SimpleExchange& exchange) {
   WorkerPool* pool = workers_.load();
   // Shedding load (the pre-routing handler's 503) stays with cpp-httplib's path.
   if (pool && pool->waiting() > static_cast<size_t>(options_.max_queued_connections)) return false;
-  const auto verb = std::find_if(kAllVerbs.begin(), kAllVerbs.end(), [&](Verb v) {
-    return exchange.head().path.substr(1) == verb_name(v);
-  });
-  if (verb == kAllVerbs.end()) return false;
+  const Verb verb = kAllVerbs[exchange.head().path_index];  // the route's paths are kAllVerbs' (install_verb_routes)
   const size_t declared = exchange.head().content_length;
-  // A body declared larger than the limit is not read (cpp-httplib's payload limit, the same 413).
-  const bool too_large = declared > options_.max_body_bytes;
+  // A body declared larger than the limit is not read (cpp-httplib's payload limit); read_body answers
+  // it 413 from the declared length, so nothing else stops the reading for its size.
   const httplib::ContentReader reader(
-      [&](const httplib::ContentReceiver& receiver) { return !too_large && exchange.read_body(receiver); },
+      [&](const httplib::ContentReceiver& receiver) {
+        return declared <= options_.max_body_bytes && exchange.read_body(receiver);
+      },
       [](const httplib::MultipartContentHeader&, const httplib::ContentReceiver&) { return false; });
   VerbAnswer answer;
   try {
-    answer = answer_verb(*verb, declared, reader, [too_large] { return too_large; });
+    answer = answer_verb(verb, declared, reader, [] { return false; });
   } catch (const std::exception& e) {  // as the exception handler answers on cpp-httplib's path
-    spdlog::error("path={} internal error: {}", exchange.head().path, e.what());
     std::string body;
-    encode_error_object("internal error: " + std::string(e.what()), body);
+    encode_error_object(internal_error(exchange.head().path, e.what()), body);
     exchange.close_after_answer();
     exchange.answer(500, kJson, "", body);
     return true;

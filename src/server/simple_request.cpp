@@ -51,7 +51,9 @@ std::optional<SimpleHead> parse_simple_head(std::string_view bytes, size_t max_h
       request_line.substr(request_line.size() - kVersion.size()) != kVersion)
     return std::nullopt;
   head.path = request_line.substr(kMethod.size(), request_line.size() - kMethod.size() - kVersion.size());
-  if (std::find(paths.begin(), paths.end(), head.path) == paths.end()) return std::nullopt;
+  const auto known = std::find(paths.begin(), paths.end(), head.path);
+  if (known == paths.end()) return std::nullopt;
+  head.path_index = static_cast<size_t>(known - paths.begin());
   rest.remove_prefix(line_end + kLineEnd.size());
 
   bool have_length = false, have_connection = false;

@@ -22,6 +22,7 @@ namespace gpu_extender {
 
 struct SimpleHead {
   std::string_view path;       // into the parsed bytes
+  size_t path_index = 0;       // which of the given paths it is
   size_t head_bytes = 0;       // the request line and the headers, with the empty line after them
   size_t content_length = 0;
   bool client_closes = false;  // "Connection: close", as cpp-httplib reads it (its first Connection header)

@@ -25,6 +25,7 @@ TEST_CASE("simple request: kube-scheduler's head is read where it lies, its body
   const auto parsed = parse_simple_head(bytes, 65536, kPaths);
   REQUIRE(parsed);
   CHECK(parsed->path == "/prioritize");
+  CHECK(parsed->path_index == 1);  // kPaths[1]
   CHECK(parsed->content_length == 2471);
   CHECK(parsed->head_bytes == head.size());
   CHECK_FALSE(parsed->client_closes);
