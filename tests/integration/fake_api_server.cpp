@@ -1,5 +1,6 @@
 #include "fake_api_server.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
@@ -11,7 +12,8 @@ const TestCertificate& TestCertificate::get() {
   static const TestCertificate cert = [] {
     TestCertificate c;
     char tmpl[] = "/tmp/gpu-extender-cert-XXXXXX";
-    c.dir = mkdtemp(tmpl);
+    if (mkdtemp(tmpl) == nullptr) throw std::runtime_error("no temporary directory for the test certificate");
+    c.dir = tmpl;
     c.cert_file = c.dir + "/tls.crt";
     c.key_file = c.dir + "/tls.key";
     const std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=fake-apiserver "
@@ -20,6 +22,15 @@ const TestCertificate& TestCertificate::get() {
     if (std::system(cmd.c_str()) != 0) throw std::runtime_error("openssl could not make a test certificate");
     return c;
   }();
+  // Removed when the test process exits: ctest runs every case as its own process, and each made a directory
+  // that outlived it (thousands in /tmp after a few suite runs).
+  static const struct Remover {
+    ~Remover() {
+      std::remove(cert.cert_file.c_str());
+      std::remove(cert.key_file.c_str());
+      rmdir(cert.dir.c_str());
+    }
+  } remover;
   return cert;
 }
 
