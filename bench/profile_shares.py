@@ -26,7 +26,7 @@ SHARES = [
                                                            "StreamExchange::read_body", "serve_simple",
                                                            "answer_verb"]),
     ("watch: reading and applying events", ["Reflector::watch", "Reflector::apply_event", "Reflector::run"]),
-    ("API client, stack cut short (binds and watch: TLS reads, waits)", ["process_buffered", "ClientImpl::"]),
+    ("API client, stack cut short (binds and watch: TLS reads, waits)", ["ApiClient::exchange", "ApiConnection::", "AnswerReader::"]),
     ("log writer thread", ["BatchedLogSink"]),
 ]
 # Mostly stacks perf could not unwind past a thread's start (its kernel frames are still counted).

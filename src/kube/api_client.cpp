@@ -1,11 +1,8 @@
-#include "common/file_text.h"
 #include "api_client.h"
-#include "buffered_client.h"
-#include "common/openssl_handles.h"
 
-#include <httplib.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
+#include "api_connection.h"
+#include "common/file_text.h"
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -14,22 +11,6 @@
 
 namespace gpu_extender::kube {
 namespace {
-
-// An X509_STORE with every certificate of a PEM bundle (an SSL context takes it over with release()).
-X509StoreHandle ca_store_from_pem(const std::string& pem) {
-  X509StoreHandle store(X509_STORE_new());
-  STACK_OF(X509_INFO)* infos = PEM_X509_INFO_read_bio(memory_bio(pem).get(), nullptr, nullptr, nullptr);
-  int added = 0;
-  if (infos) {
-    for (int i = 0; i < sk_X509_INFO_num(infos); ++i) {
-      X509_INFO* info = sk_X509_INFO_value(infos, i);
-      if (info->x509 && X509_STORE_add_cert(store.get(), info->x509) == 1) ++added;
-    }
-    sk_X509_INFO_pop_free(infos, X509_INFO_free);  // a stack of owned entries: its own free walks them
-  }
-  if (added == 0) throw KubeConfigError("the certificate authority holds no PEM certificate");
-  return store;
-}
 
 // Modification time (ns) xor size: changes when a file is rewritten or swapped (ConfigMap/Secret
 // volumes swap a symlink). -2 when the file cannot be read.
@@ -42,6 +23,14 @@ long long file_stamp(const std::string& path) {
 // Kept-alive connections for GET and POST (watches have their own): enough for the scheduler's
 // concurrent binding goroutines on loopback-fast round trips.
 constexpr size_t kMaxConnections = 8;
+constexpr std::chrono::seconds kConnectTimeout{5};
+// The largest answer body read (a page of a list is a few MB; a watch stream is read as it comes and
+// has no such limit).
+constexpr uint64_t kMaxAnswerBytes = uint64_t{256} << 20;
+// A pooled connection idle longer than this is checked before it is reused (the server may have closed it).
+constexpr std::chrono::seconds kCheckIdleAfter{2};
+
+std::shared_ptr<ssl_ctx_st> shared_context(SslContextHandle ctx) { return {ctx.release(), SSL_CTX_free}; }
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
@@ -64,11 +53,6 @@ std::string ApiResponse::describe() const {
   return "HTTP " + std::to_string(status) + (message.empty() ? "" : ": " + message);
 }
 
-namespace {
-// Where cpp-httplib is told to look CAs up by hash (see connect()): no such directory, so nothing is found.
-constexpr const char* kNoSystemCaDirectory = "/nonexistent/gpu-extender-trusts-only-the-cluster-ca";
-}  // namespace
-
 ApiClient::ApiClient(ApiEndpoint endpoint) : endpoint_(std::move(endpoint)) {
   std::string rest = endpoint_.server;
   tls_ = rest.rfind("https://", 0) == 0;
@@ -82,10 +66,13 @@ ApiClient::ApiClient(ApiEndpoint endpoint) : endpoint_(std::move(endpoint)) {
   }
   if (!rest.empty() && rest.front() == '[') rest = rest.substr(1, rest.size() - 2);
   host_ = rest;
+  host_header_ = (host_.find(':') != std::string::npos ? "[" + host_ + "]" : host_) + ":" + std::to_string(port_);
   if (!tls_ && !endpoint_.client_cert_pem.empty())
     throw KubeConfigError("client certificates need an https:// API server");
-  if (tls_ && !endpoint_.ca_pem.empty()) ca_store_from_pem(endpoint_.ca_pem);  // validate now
   ca_pem_ = endpoint_.ca_pem;
+  if (tls_)  // validates the CA and the client certificate now
+    tls_context_ = shared_context(make_api_tls_context(ca_pem_, !endpoint_.insecure_skip_tls_verify,
+                                                       endpoint_.client_cert_pem, endpoint_.client_key_pem));
   if (!endpoint_.ca_file.empty()) ca_stamp_ = file_stamp(endpoint_.ca_file);
   ca_checked_at_ = std::chrono::steady_clock::now();
 }
@@ -99,10 +86,13 @@ const std::string& ApiClient::current_ca_pem() const {
   if (stamp == ca_stamp_) return ca_pem_;
   std::optional<std::string> text = read_file_text(endpoint_.ca_file);
   if (!text) return ca_pem_;  // mid-swap: keep verifying against the CA we have
-  try {
-    ca_store_from_pem(*text);  // validates it
-  } catch (const KubeConfigError&) {
-    return ca_pem_;  // a half-written file: try again at the next change
+  if (*text != ca_pem_ && tls_) {
+    try {
+      tls_context_ = shared_context(make_api_tls_context(*text, !endpoint_.insecure_skip_tls_verify,
+                                                         endpoint_.client_cert_pem, endpoint_.client_key_pem));
+    } catch (const KubeConfigError&) {
+      return ca_pem_;  // a half-written file: try again at the next change
+    }
   }
   ca_stamp_ = stamp;
   if (*text != ca_pem_) {
@@ -134,211 +124,192 @@ std::string ApiClient::token(bool reread) const {
   return cached_token_;
 }
 
-std::unique_ptr<httplib::ClientImpl> ApiClient::connect(std::chrono::milliseconds read_timeout) const {
-  std::unique_ptr<httplib::ClientImpl> client;
-  if (tls_) {
-    std::unique_ptr<httplib::SSLClient> ssl;
-    if (!endpoint_.client_cert_pem.empty()) {
-      const X509Handle cert(PEM_read_bio_X509(memory_bio(endpoint_.client_cert_pem).get(), nullptr, nullptr, nullptr));
-      const EvpKeyHandle key(
-          PEM_read_bio_PrivateKey(memory_bio(endpoint_.client_key_pem).get(), nullptr, nullptr, nullptr));
-      if (!cert || !key) throw KubeConfigError("the client certificate or key is not valid PEM");
-      ssl = make_buffered_tls_client(host_, port_, cert.get(), key.get());  // the context takes references
-    } else {
-      ssl = make_buffered_tls_client(host_, port_, nullptr, nullptr);
-    }
-    std::string ca;
-    {
-      std::lock_guard<std::mutex> lock(pool_mutex_);
-      ca = current_ca_pem();
-    }
-    if (!ca.empty()) {
-      ssl->set_ca_cert_store(ca_store_from_pem(ca).release());  // the context owns it
-      // Given no CA path, cpp-httplib adds the system's whole CA bundle to the store on every new
-      // connection (SSL_CTX_set_default_verify_paths: ~140 certificates parsed, ~20 ms of CPU, 19% of
-      // the extender's CPU in a 500-pod burst) and so trusts public CAs for the API server too. A
-      // lookup directory that holds nothing stops both: the API server is verified against its own CA.
-      ssl->set_ca_cert_path("", kNoSystemCaDirectory);
-    }
-    ssl->enable_server_certificate_verification(!endpoint_.insecure_skip_tls_verify);
-    client = std::move(ssl);
-  } else {
-    client = make_buffered_client(host_, port_);
+std::unique_ptr<ApiConnection> ApiClient::connect(std::string& error) const {
+  std::shared_ptr<ssl_ctx_st> tls;
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    (void)current_ca_pem();  // a new CA: a new context
+    tls = tls_context_;
   }
-  client->set_connection_timeout(std::chrono::seconds(5));
-  // A request leaves in one write (buffered_client.h), and must leave at once: with Nagle on, a
-  // write that follows an unacknowledged one waits for the server's delayed ACK (40 ms). Go's net
-  // package, on the other side, sets TCP_NODELAY too.
-  client->set_tcp_nodelay(true);
-  client->set_read_timeout(read_timeout);
-  client->set_write_timeout(std::chrono::seconds(10));
-  if (const std::string token = this->token(); !token.empty()) client->set_bearer_token_auth(token);
-  return client;
+  return ApiConnection::open(host_, port_, tls.get(), kConnectTimeout, error);
 }
 
-std::unique_ptr<httplib::ClientImpl> ApiClient::acquire(std::chrono::milliseconds read_timeout,
-                                                        uint64_t& ca_generation, bool fresh, bool& reused) const {
-  std::unique_ptr<httplib::ClientImpl> client;
+std::unique_ptr<ApiConnection> ApiClient::acquire(std::chrono::milliseconds wait, uint64_t& ca_generation, bool fresh,
+                                                  bool& reused, std::string& error) const {
+  std::unique_ptr<ApiConnection> connection;
   {
     std::unique_lock<std::mutex> lock(pool_mutex_);
     (void)current_ca_pem();  // empties the pool when the CA changed
     // All connections busy: wait for one (bounded by the call's own timeout), then open one if none.
-    pool_freed_.wait_for(lock, read_timeout, [this] { return !idle_.empty() || in_use_ < kMaxConnections; });
-    if (!idle_.empty() && !fresh) {
-      client = std::move(idle_.back());
+    pool_freed_.wait_for(lock, wait, [this] { return !idle_.empty() || in_use_ < kMaxConnections; });
+    while (!idle_.empty() && !fresh && !connection) {
+      connection = std::move(idle_.back());
       idle_.pop_back();
+      // Idle long enough for the server to have closed it: look before sending on it.
+      if (std::chrono::steady_clock::now() - connection->last_used > kCheckIdleAfter && !connection->still_open())
+        connection.reset();
     }
     ++in_use_;
     ca_generation = ca_generation_;
   }
-  reused = client != nullptr;
-  if (!client) {
-    try {
-      client = connect(read_timeout);
-    } catch (...) {
-      release(nullptr, ca_generation);
-      throw;
-    }
-    client->set_keep_alive(true);
+  reused = connection != nullptr;
+  if (!connection) {
+    connection = connect(error);
+    if (!connection) release(nullptr, ca_generation);
   }
-  client->set_read_timeout(read_timeout);
-  // The token may have rotated since this connection was made: each call sends the current one.
-  if (const std::string token = this->token(); !token.empty()) client->set_bearer_token_auth(token);
-  return client;
+  return connection;
 }
 
-void ApiClient::release(std::unique_ptr<httplib::ClientImpl> client, uint64_t ca_generation) const {
+void ApiClient::release(std::unique_ptr<ApiConnection> connection, uint64_t ca_generation) const {
   {
     std::lock_guard<std::mutex> lock(pool_mutex_);
     --in_use_;
-    if (client && ca_generation == ca_generation_ && idle_.size() < kMaxConnections) idle_.push_back(std::move(client));
+    if (connection && ca_generation == ca_generation_ && idle_.size() < kMaxConnections) {
+      connection->last_used = std::chrono::steady_clock::now();
+      idle_.push_back(std::move(connection));
+    }
   }
   pool_freed_.notify_one();
 }
 
-template <typename Call>
-ApiResponse ApiClient::pooled(std::chrono::milliseconds timeout, const Call& call) const {
+bool ApiClient::exchange(ApiConnection& connection, const Exchange& request, const std::string& token,
+                         ApiResponse& out, bool& reusable) const {
+  reusable = false;
+  out = ApiResponse{};
+  // Head and body in one send: one TLS record, one segment.
+  std::string bytes = request_head(request.method, *request.path, host_header_, token, request.content_type,
+                                   request.body.size(), request.keep_alive);
+  bytes.append(request.body);
+  connection.set_read_timeout(request.timeout);
+  if (!connection.send(bytes, out.error)) return false;
+  AnswerReader& reader = connection.reader();
+  AnswerHead head;
+  if (!reader.read_head(head, out.error)) return false;
+  const bool streamed = request.on_data != nullptr && head.status >= 200 && head.status < 300;
+  const auto keep = [&](std::string_view data) {
+    out.body.append(data);
+    return true;
+  };
+  const bool whole = streamed ? reader.read_body(head, UINT64_MAX, *request.on_data, out.error)
+                              : reader.read_body(head, kMaxAnswerBytes, keep, out.error);
+  if (!whole && !out.error.empty()) {
+    // A stream that broke mid-way keeps its status (the watch resumes from where it was); any other
+    // answer cut short is no answer.
+    if (streamed) out.status = head.status;
+    else out.body.clear();
+    return false;
+  }
+  out.status = head.status;  // a whole answer, or a stream its reader ended
+  reusable = whole && request.keep_alive && !head.server_closes && reader.buffered() == 0;
+  return true;
+}
+
+ApiResponse ApiClient::pooled(const Exchange& request) const {
   ApiResponse out;
   uint64_t ca_generation = 0;
-  bool reused = false;
-  auto client = acquire(timeout, ca_generation, false, reused);
-  auto res = call(*client);
-  if (!res && reused) {
+  bool reused = false, reusable = false;
+  std::string token = this->token();
+  auto connection = acquire(request.timeout, ca_generation, false, reused, out.error);
+  if (!connection) return out;
+  bool answered = exchange(*connection, request, token, out, reusable);
+  if (!answered && reused) {
     // A kept-alive connection the server closed while it sat idle (its keep-alive timeout can fire
     // just as a request goes out): once more on a new connection, as Go's transport retries. Every
     // call here is safe to repeat: reads, merge patches, and writes the API server refuses twice
     // (a second Binding is a 409 the binder reads, a Lease update is conditional).
     release(nullptr, ca_generation);
-    client = acquire(timeout, ca_generation, true, reused);
-    res = call(*client);
+    connection = acquire(request.timeout, ca_generation, true, reused, out.error);
+    if (!connection) return out;
+    answered = exchange(*connection, request, token, out, reusable);
   }
-  if (res && res->status == 401 && !endpoint_.token_file.empty()) {
+  if (answered && out.status == 401 && !endpoint_.token_file.empty()) {
     // The projected token may have rotated since it was last looked at: read the file now, and try
     // once more if it holds another token.
-    const std::string used = token();
-    if (const std::string fresh = token(true); fresh != used && !fresh.empty()) {
-      client->set_bearer_token_auth(fresh);
-      res = call(*client);
+    if (const std::string fresh = this->token(true); fresh != token && !fresh.empty()) {
+      if (!reusable) {
+        release(nullptr, ca_generation);
+        connection = acquire(request.timeout, ca_generation, true, reused, out.error);
+        if (!connection) return out;
+      }
+      answered = exchange(*connection, request, fresh, out, reusable);
     }
   }
-  if (res) {
-    out.status = res->status;
-    out.body = std::move(res->body);
-    // An HTTP answer leaves the connection usable, unless the server said it closes it.
-    if (res->get_header_value("Connection") == "close") client.reset();
-  } else {
-    out.error = httplib::to_string(res.error());
-    client.reset();
-  }
-  release(std::move(client), ca_generation);
+  if (!answered || !reusable) connection.reset();
+  release(std::move(connection), ca_generation);
   return out;
 }
 
 ApiResponse ApiClient::get(const std::string& path, std::chrono::milliseconds timeout) const {
-  return pooled(timeout, [&](httplib::ClientImpl& client) {
-    return client.Get(path.c_str(), httplib::Headers{{"Accept", "application/json"}});
-  });
+  return pooled({"GET", "", "", &path, true, timeout, nullptr});
 }
 
 ApiResponse ApiClient::post(const std::string& path, const std::string& json, std::chrono::milliseconds timeout) const {
-  return pooled(timeout, [&](httplib::ClientImpl& client) {
-    return client.Post(path.c_str(), httplib::Headers{{"Accept", "application/json"}}, json, "application/json");
-  });
+  return pooled({"POST", "application/json", json, &path, true, timeout, nullptr});
 }
 
 ApiResponse ApiClient::put(const std::string& path, const std::string& json, std::chrono::milliseconds timeout) const {
-  return pooled(timeout, [&](httplib::ClientImpl& client) {
-    return client.Put(path.c_str(), httplib::Headers{{"Accept", "application/json"}}, json, "application/json");
-  });
+  return pooled({"PUT", "application/json", json, &path, true, timeout, nullptr});
 }
 
 ApiResponse ApiClient::merge_patch(const std::string& path, const std::string& json,
                                    std::chrono::milliseconds timeout) const {
-  return pooled(timeout, [&](httplib::ClientImpl& client) {
-    return client.Patch(path.c_str(), httplib::Headers{{"Accept", "application/json"}}, json,
-                        "application/merge-patch+json");
-  });
+  return pooled({"PATCH", "application/merge-patch+json", json, &path, true, timeout, nullptr});
 }
 
 ApiResponse ApiClient::watch(const std::string& path, const std::function<bool(std::string_view)>& on_line,
                              std::chrono::milliseconds idle_timeout, std::chrono::milliseconds batch) const {
   ApiResponse out;
-  auto client = connect(idle_timeout);
+  auto connection = connect(out.error);
+  if (!connection) return out;
   {
     // Checked and registered under the lock cancel() takes: a watch starting while the process stops
-    // either sees the cancellation here or is in the list cancel() stops, never neither (it would
+    // either sees the cancellation here or is in the list cancel() interrupts, never neither (it would
     // hold shutdown until its idle timeout, minutes).
     std::lock_guard<std::mutex> lock(watches_mutex_);
     if (cancelled_) {
       out.error = "cancelled";
       return out;
     }
-    watches_.push_back(client.get());
+    watches_.push_back(connection.get());
   }
   std::string pending;
-  int status = 0;
+  bool stopped = false;  // by on_line or cancel(): what is pending is not a last line
   std::optional<std::chrono::steady_clock::time_point> last_events;  // when on_line last had lines
-  const httplib::Headers headers{{"Accept", "application/json"}};
-  auto res = client->Get(
-      path.c_str(), headers,
-      [&](const httplib::Response& response) {
-        status = response.status;
-        return true;
-      },
-      [&](const char* data, size_t length) {
-        if (status != 200) {  // an error answer: keep its body for describe()
-          out.body.append(data, length);
-          return true;
-        }
-        pending.append(data, length);
-        size_t start = 0;
-        for (size_t nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n', start)) {
-          if (!on_line(std::string_view(pending).substr(start, nl - start))) return false;
-          start = nl + 1;
-        }
-        pending.erase(0, start);
-        if (start > 0 && batch > std::chrono::milliseconds::zero()) {
-          const auto now = std::chrono::steady_clock::now();
-          const bool flowing = last_events && now - *last_events < batch;
-          last_events = now;
-          if (flowing && !cancelled_) std::this_thread::sleep_for(batch);  // the next events gather meanwhile
-        }
-        return !cancelled_;
-      });
+  const std::function<bool(std::string_view)> on_data = [&](std::string_view data) {
+    pending.append(data);
+    size_t start = 0;
+    for (size_t nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n', start)) {
+      if (!on_line(std::string_view(pending).substr(start, nl - start))) {
+        stopped = true;
+        return false;
+      }
+      start = nl + 1;
+    }
+    pending.erase(0, start);
+    if (start > 0 && batch > std::chrono::milliseconds::zero()) {
+      const auto now = std::chrono::steady_clock::now();
+      const bool flowing = last_events && now - *last_events < batch;
+      last_events = now;
+      if (flowing && !cancelled_) std::this_thread::sleep_for(batch);  // the next events gather meanwhile
+    }
+    stopped = cancelled_;
+    return !stopped;
+  };
+  bool reusable = false;
+  const bool answered =
+      exchange(*connection, {"GET", "", "", &path, false, idle_timeout, &on_data}, token(), out, reusable);
   {
     std::lock_guard<std::mutex> lock(watches_mutex_);
-    watches_.erase(std::remove(watches_.begin(), watches_.end(), client.get()), watches_.end());
+    watches_.erase(std::remove(watches_.begin(), watches_.end(), connection.get()), watches_.end());
   }
-  out.status = status;
-  if (!res) out.error = httplib::to_string(res.error());
-  else if (!pending.empty() && status == 200) on_line(pending);  // a last line without its newline
+  if (answered && !stopped && out.ok() && !pending.empty()) on_line(pending);  // a last line without its newline
   return out;
 }
 
 void ApiClient::cancel() {
   std::lock_guard<std::mutex> lock(watches_mutex_);
   cancelled_ = true;
-  for (httplib::ClientImpl* client : watches_) client->stop();
+  for (ApiConnection* connection : watches_) connection->interrupt();
 }
 
 }  // namespace gpu_extender::kube

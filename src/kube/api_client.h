@@ -1,14 +1,17 @@
 #pragma once
-// A small Kubernetes API client on cpp-httplib: GET, POST and watch streams, TLS verified against the
-// configured CA, bearer token re-read from its file when it changes (projected service-account tokens
-// rotate about hourly), or a client certificate.
+// A small Kubernetes API client: GET, POST, PUT, merge patches and watch streams over HTTP/1.1
+// (http_answer.h, api_connection.h), TLS verified against the configured CA, bearer token re-read from
+// its file when it changes (projected service-account tokens rotate about hourly), or a client
+// certificate.
 //
 // Connections: GET and POST borrow a kept-alive connection from a small pool (built once, TLS context
 // and handshake included, and reused by every later call), so a bind costs one round trip, not a TCP
 // and TLS handshake. At most kMaxConnections exist at once; a call beyond waits for one to come back
 // (client-go multiplexes every call over one HTTP/2 connection; a handshake per concurrent bind in a
-// burst of a hundred costs far more than waiting a round trip for a free connection). Watches open connections of their own and hold them for minutes. When the CA
-// file changes, the pool is emptied and new connections verify against the new CA.
+// burst of a hundred costs far more than waiting a round trip for a free connection). Watches open
+// connections of their own and hold them for minutes. Every connection shares one TLS context (the
+// CA store parsed once); when the CA file changes, the pool is emptied and a new context verifies
+// new connections against the new CA.
 //
 // Thread-safe: a pooled connection is used by one call at a time; calls from different threads never
 // share a socket.
@@ -20,14 +23,15 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gpu_extender/kube_config.h"
 
-namespace httplib {
-class ClientImpl;
-}
+struct ssl_ctx_st;
 
 namespace gpu_extender::kube {
+
+class ApiConnection;
 
 struct ApiResponse {
   int status = 0;          // 0: no HTTP answer (see error)
@@ -49,7 +53,8 @@ class ApiClient {
   ApiResponse put(const std::string& path, const std::string& json, std::chrono::milliseconds timeout) const;
   // A JSON merge patch (RFC 7386): the fields given are set, null ones removed.
   ApiResponse merge_patch(const std::string& path, const std::string& json, std::chrono::milliseconds timeout) const;
-  // Streams a watch, calling on_line for each complete line. Returns when the server ends the stream,
+  // Streams a watch, calling on_line for each complete line (an error answer's body is kept in the
+  // response instead). Returns when the server ends the stream,
   // on_line returns false, cancel() is called, or nothing arrives for `idle_timeout`.
   // `batch`: while events come less than this apart, the stream is read once per `batch` (the events
   // of that time together) instead of once per event: a burst's events cost one wake-up a batch, and
@@ -68,23 +73,36 @@ class ApiClient {
   std::string token(bool reread = false) const;
 
  private:
-  std::unique_ptr<httplib::ClientImpl> connect(std::chrono::milliseconds read_timeout) const;
-  // A kept-alive connection from the pool, or a new one; give it back with release() when the call
-  // got an HTTP answer (the connection is sound), drop it otherwise.
-  // `ca_generation`: the CA it was made under, for release().
-  // A pooled connection, or a new one (always with `fresh`); `reused`: it was pooled.
-  std::unique_ptr<httplib::ClientImpl> acquire(std::chrono::milliseconds read_timeout, uint64_t& ca_generation,
-                                               bool fresh, bool& reused) const;
-  // `client` null: the connection was dropped (transport error, or the server closes it).
-  // A connection made under a CA replaced meanwhile is dropped too.
-  void release(std::unique_ptr<httplib::ClientImpl> client, uint64_t ca_generation) const;
-  // The CA PEM now: the endpoint's, re-read from ca_file when that file changes (empties the pool).
+  // A new connection, TLS with the current context; null with `error` when it cannot be made.
+  std::unique_ptr<ApiConnection> connect(std::string& error) const;
+  // A kept-alive connection from the pool (not with `fresh`), or a new one; `reused`: it was pooled.
+  // Null with `error` when none can be made. `ca_generation`: the CA it was made under, for release().
+  std::unique_ptr<ApiConnection> acquire(std::chrono::milliseconds wait, uint64_t& ca_generation, bool fresh,
+                                         bool& reused, std::string& error) const;
+  // `connection` null: it was dropped (transport error, or the server closes it). A connection made
+  // under a CA replaced meanwhile is dropped too.
+  void release(std::unique_ptr<ApiConnection> connection, uint64_t ca_generation) const;
+  // The CA PEM now: the endpoint's, re-read from ca_file when that file changes (empties the pool and
+  // makes a new TLS context).
   const std::string& current_ca_pem() const;
-  template <typename Call>
-  ApiResponse pooled(std::chrono::milliseconds timeout, const Call& call) const;
+
+  struct Exchange {
+    std::string_view method, content_type, body;
+    const std::string* path = nullptr;
+    bool keep_alive = true;
+    std::chrono::milliseconds timeout{0};
+    // Body pieces of a 2xx answer go here instead of into the response's body (watch streams).
+    const std::function<bool(std::string_view)>* on_data = nullptr;
+  };
+  // One request and its answer on `connection`: false when no whole HTTP answer came (out.error
+  // says why). `reusable`: the connection may carry another request.
+  bool exchange(ApiConnection& connection, const Exchange& request, const std::string& token, ApiResponse& out,
+                bool& reusable) const;
+  ApiResponse pooled(const Exchange& request) const;
 
   ApiEndpoint endpoint_;
   std::string host_;
+  std::string host_header_;  // host:port, brackets around an IPv6 address
   int port_ = 443;
   bool tls_ = true;
 
@@ -96,15 +114,16 @@ class ApiClient {
 
   mutable std::mutex pool_mutex_;
   mutable std::condition_variable pool_freed_;
-  mutable std::vector<std::unique_ptr<httplib::ClientImpl>> idle_;  // kept-alive connections, most recent last
-  mutable size_t in_use_ = 0;                                       // borrowed by calls in progress
-  mutable std::string ca_pem_;                                      // what connections verify against
+  mutable std::vector<std::unique_ptr<ApiConnection>> idle_;  // kept-alive connections, most recent last
+  mutable size_t in_use_ = 0;                                 // borrowed by calls in progress
+  mutable std::string ca_pem_;                                // what connections verify against
+  mutable std::shared_ptr<ssl_ctx_st> tls_context_;           // made from ca_pem_ (null: plain HTTP)
   mutable long long ca_stamp_ = -1;
   mutable uint64_t ca_generation_ = 0;  // bumped when the CA changes
   mutable std::chrono::steady_clock::time_point ca_checked_at_{};
 
   mutable std::mutex watches_mutex_;
-  mutable std::vector<httplib::ClientImpl*> watches_;
+  mutable std::vector<ApiConnection*> watches_;
   std::atomic<bool> cancelled_{false};
 };
 

@@ -1,9 +1,10 @@
 // The API client's transport against the fake API server (TLS, bearer token): requests written in
-// one piece and answers read from a buffer (kube/buffered_client->h) must carry bodies of any size
+// one piece and answers read from a buffer (kube/http_answer.h, kube/api_connection.h) must carry bodies of any size
 // both ways, keep one connection across sequential calls, and stream watches line by line.
 #include <catch2/catch.hpp>
 
 #include "api_client_support.h"
+#include "extender_process.h"
 #include "scheduler_driver.h"
 
 #include <unistd.h>
@@ -55,7 +56,7 @@ TEST_CASE("api client: bodies larger than what it holds or reads at once arrive 
   CHECK(api.traffic().connections - before.connections == 1);
 }
 
-TEST_CASE("api client: a watch delivers its events line by line through the buffered stream") {
+TEST_CASE("api client: a watch delivers its events line by line, however the stream splits them") {
   FakeApiServer api;
   api.put_pod(test_support::pending_pod("first", 1, 0));
   const auto client = test_support::api_client_for(api);
@@ -143,4 +144,71 @@ TEST_CASE("api client: a token file rotated within the second it is not looked a
   CHECK(seen.back() == "rotated-token");
   std::remove(token_file.c_str());
   rmdir(dir.c_str());
+}
+
+namespace {
+
+// A self-signed certificate (its own CA) for `san`, in a directory removed with it.
+struct OtherCertificate {
+  explicit OtherCertificate(const std::string& san) {
+    char tmpl[] = "/tmp/gpu-extender-other-cert-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    dir = tmpl;
+    const std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=other -addext subjectAltName=" +
+                            san + " -keyout " + dir + "/tls.key -out " + dir + "/tls.crt >/dev/null 2>&1";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+  }
+  ~OtherCertificate() {
+    std::remove((dir + "/tls.key").c_str());
+    std::remove((dir + "/tls.crt").c_str());
+    rmdir(dir.c_str());
+  }
+  std::string dir;
+};
+
+gpu_extender::ApiEndpoint endpoint_at(int port, const std::string& ca_file) {
+  gpu_extender::ApiEndpoint endpoint;
+  endpoint.server = "https://127.0.0.1:" + std::to_string(port);
+  endpoint.ca_pem = test_support::read_file(ca_file);
+  return endpoint;
+}
+
+}  // namespace
+
+// The extender's own HTTPS port stands in for an API server here: it serves any certificate given,
+// and asks for client certificates with --tls-client-ca-file.
+TEST_CASE("api client: the API server's certificate must chain to the CA and name the host, and a client certificate is presented") {
+  const auto& cert = test_support::TestCertificate::get();  // SANs: IP 127.0.0.1, DNS localhost
+  test_support::ExtenderProcess server({"--tls-cert-file", cert.cert_file, "--tls-key-file", cert.key_file});
+  CHECK(kube::ApiClient(endpoint_at(server.port(), cert.cert_file)).get("/healthz", kTimeout).status == 200);
+  gpu_extender::ApiEndpoint by_name = endpoint_at(server.port(), cert.cert_file);
+  by_name.server = "https://localhost:" + std::to_string(server.port());
+  CHECK(kube::ApiClient(by_name).get("/healthz", kTimeout).status == 200);
+
+  // Another CA: refused, and said why.
+  const OtherCertificate other("DNS:other.example");
+  const kube::ApiResponse untrusted = kube::ApiClient(endpoint_at(server.port(), other.dir + "/tls.crt")).get("/healthz", kTimeout);
+  CHECK(untrusted.status == 0);
+  CHECK_THAT(untrusted.error, Catch::Contains("certificate verification"));
+  gpu_extender::ApiEndpoint insecure = endpoint_at(server.port(), other.dir + "/tls.crt");
+  insecure.insecure_skip_tls_verify = true;
+  CHECK(kube::ApiClient(insecure).get("/healthz", kTimeout).status == 200);
+
+  // A trusted certificate for another name: refused.
+  test_support::ExtenderProcess misnamed({"--tls-cert-file", other.dir + "/tls.crt", "--tls-key-file", other.dir + "/tls.key"});
+  const kube::ApiResponse wrong_host = kube::ApiClient(endpoint_at(misnamed.port(), other.dir + "/tls.crt")).get("/healthz", kTimeout);
+  CHECK(wrong_host.status == 0);
+  CHECK_THAT(wrong_host.error, Catch::Contains("certificate verification"));
+
+  // A server that asks for a client certificate: answered with one, refused without.
+  test_support::ExtenderProcess mutual({"--tls-cert-file", cert.cert_file, "--tls-key-file", cert.key_file,
+                                        "--tls-client-ca-file", cert.cert_file});
+  CHECK(kube::ApiClient(endpoint_at(mutual.port(), cert.cert_file)).get("/healthz", kTimeout).status == 0);
+  gpu_extender::ApiEndpoint with_cert = endpoint_at(mutual.port(), cert.cert_file);
+  with_cert.client_cert_pem = test_support::read_file(cert.cert_file);
+  with_cert.client_key_pem = test_support::read_file(cert.key_file);
+  CHECK(kube::ApiClient(with_cert).get("/healthz", kTimeout).status == 200);
+  // A key that is not the certificate's is refused when the client is made, not at the first call.
+  with_cert.client_key_pem = test_support::read_file(other.dir + "/tls.key");
+  CHECK_THROWS_AS(kube::ApiClient(with_cert), gpu_extender::KubeConfigError);
 }
