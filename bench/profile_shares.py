@@ -45,13 +45,14 @@ LIBRARIES = [
 
 
 def samples(lines):
-    """Yields each sample's frames, innermost first (perf script: a header line, then a frame a line)."""
-    stack = []
+    """Yields each sample's thread name and frames, innermost first (perf script: a header line that
+    starts with the thread's name, then a frame a line)."""
+    stack, thread = [], ""
     for line in lines:
         line = line.rstrip("\n")
         if not line.strip():
             if stack:
-                yield stack
+                yield thread, stack
             stack = []
         elif line[0] in "\t ":
             parts = line.strip().split(None, 1)
@@ -59,22 +60,23 @@ def samples(lines):
                 stack.append(parts[1])
         else:
             if stack:
-                yield stack
-            stack = []
+                yield thread, stack
+            stack, thread = [], line.split(None, 1)[0]
     if stack:
-        yield stack
+        yield thread, stack
 
 
 def main():
-    shares, libraries = collections.Counter(), collections.Counter()
+    shares, libraries, threads = collections.Counter(), collections.Counter(), collections.Counter()
     total = start_list = 0
-    for stack in samples(sys.stdin):
+    for thread, stack in samples(sys.stdin):
         if any("Reflector::list" in f for f in stack):
             start_list += 1
             continue
         total += 1
         share = next((name for name, keys in SHARES if any(k in f for f in stack for k in keys)), OTHER)
         shares[share] += 1
+        threads[thread] += 1
         # An inlined frame names no library: the innermost frame that does.
         leaf = next((f for f in stack if not f.endswith("(inlined)")), stack[0])
         libraries[next((name for name, keys in LIBRARIES if any(k in leaf for k in keys)), "other")] += 1
@@ -85,6 +87,9 @@ def main():
     for name, _ in SHARES + [(OTHER, None)]:
         if shares[name]:
             print(f"  {100.0 * shares[name] / total:5.1f}%  {name}")
+    print("by thread (named by the extender; perf shows a name's first 15 characters):")
+    for name, count in threads.most_common():
+        print(f"  {100.0 * count / total:5.1f}%  {name}")
     print("by the library of the innermost frame:")
     for name, count in libraries.most_common():
         print(f"  {100.0 * count / total:5.1f}%  {name}")

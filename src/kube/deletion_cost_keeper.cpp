@@ -1,4 +1,5 @@
 #include "deletion_cost_keeper.h"
+#include "common/thread_name.h"
 
 #include <spdlog/spdlog.h>
 
@@ -16,7 +17,10 @@ DeletionCostKeeper::DeletionCostKeeper(std::shared_ptr<const ClusterView> view, 
 
 DeletionCostKeeper::~DeletionCostKeeper() { stop(); }
 
-void DeletionCostKeeper::start() { thread_ = std::thread([this] { run(); }); }
+void DeletionCostKeeper::start() { thread_ = std::thread([this] {
+    name_this_thread("deletion-costs");
+    run();
+  }); }
 
 void DeletionCostKeeper::stop() {
   {

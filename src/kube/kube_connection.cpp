@@ -1,4 +1,5 @@
 #include "gpu_extender/kube_connection.h"
+#include "common/thread_name.h"
 
 #include <spdlog/spdlog.h>
 
@@ -37,10 +38,14 @@ std::vector<WatchCounts> KubeConnection::watch_counts() const {
 }
 
 void KubeConnection::start() {
-  for (auto& reflector : reflectors_) threads_.emplace_back([r = reflector.get()] { r->run(); });
+  for (auto& reflector : reflectors_) threads_.emplace_back([r = reflector.get()] {
+      name_this_thread(std::string("watch-") + r->name());
+      r->run();
+    });
   if (elector_) elector_->start();
   if (cost_keeper_) cost_keeper_->start();
   threads_.emplace_back([this] {
+    name_this_thread("view-expiry");
     bool stale_logged = false;
     while (!stopping_) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));

@@ -1,4 +1,5 @@
 #include "lease_elector.h"
+#include "common/thread_name.h"
 
 #include <simdjson.h>
 
@@ -77,7 +78,10 @@ std::string LeaseElector::lease_path(bool collection) const {
   return collection ? path : path + "/" + config_.name;
 }
 
-void LeaseElector::start() { thread_ = std::thread([this] { run(); }); }
+void LeaseElector::start() { thread_ = std::thread([this] {
+    name_this_thread("lease-elector");
+    run();
+  }); }
 
 void LeaseElector::stop(bool release_lease) {
   {

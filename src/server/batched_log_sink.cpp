@@ -1,4 +1,5 @@
 #include "batched_log_sink.h"
+#include "common/thread_name.h"
 
 #include <spdlog/pattern_formatter.h>
 #include <unistd.h>
@@ -9,7 +10,10 @@ namespace gpu_extender {
 
 BatchedLogSink::BatchedLogSink(int fd, std::chrono::milliseconds batch_for, size_t max_held)
     : fd_(fd), batch_for_(batch_for), max_held_(max_held), formatter_(std::make_unique<spdlog::pattern_formatter>()) {
-  writer_ = std::thread([this] { run(); });
+  writer_ = std::thread([this] {
+    name_this_thread("log-writer");
+    run();
+  });
 }
 
 BatchedLogSink::~BatchedLogSink() {

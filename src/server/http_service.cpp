@@ -1,4 +1,5 @@
 #include "http_service.h"
+#include "common/thread_name.h"
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
@@ -404,7 +405,10 @@ Status HttpService::bind() {
 
 bool HttpService::serve() {
   std::thread metrics_thread;
-  if (metrics_server_) metrics_thread = std::thread([this] { metrics_server_->listen_after_bind(); });
+  if (metrics_server_) metrics_thread = std::thread([this] {
+    name_this_thread("metrics-port");
+    metrics_server_->listen_after_bind();
+  });
   const bool ok = server_->listen_after_bind();
   if (metrics_server_) {
     metrics_server_->stop();

@@ -1,4 +1,5 @@
 #include "common/file_text.h"
+#include "common/thread_name.h"
 #include "policy_watcher.h"
 
 #include <spdlog/spdlog.h>
@@ -14,6 +15,7 @@ PolicyWatcher::PolicyWatcher(std::string path, std::shared_ptr<PolicyHolder> pol
     : path_(std::move(path)), policies_(std::move(policies)), metrics_(std::move(metrics)), interval_(interval) {
   last_text_ = read_all(path_);
   thread_ = std::thread([this] {
+    name_this_thread("policy-watch");
     std::unique_lock<std::mutex> lock(mutex_);
     while (!stopping_) {
       wake_.wait_for(lock, interval_);

@@ -1,4 +1,5 @@
 #include "worker_pool.h"
+#include "common/thread_name.h"
 
 namespace gpu_extender {
 
@@ -12,7 +13,10 @@ WorkerPool::~WorkerPool() { shutdown(); }
 
 void WorkerPool::spawn(bool core) {
   ++live_;
-  std::thread t([this, core] { run(core); });
+  std::thread t([this, core] {
+    name_this_thread("http-worker");
+    run(core);
+  });
   const std::thread::id id = t.get_id();
   threads_.emplace(id, std::move(t));
 }

@@ -1,4 +1,5 @@
 #include "gpu_extender/gpu_utilization.h"
+#include "common/thread_name.h"
 
 #include <httplib.h>
 #include <simdjson.h>
@@ -57,6 +58,7 @@ GpuUtilizationSource::~GpuUtilizationSource() { stop(); }
 
 void GpuUtilizationSource::start() {
   poller_ = std::thread([this] {
+    name_this_thread("dcgm-poll");
     std::unique_lock lock(mutex_);
     while (!stopping_) {
       lock.unlock();
