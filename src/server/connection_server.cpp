@@ -160,8 +160,7 @@ class ConnectionStream final : public httplib::Stream {
     return ssl_ != nullptr ? SSL_pending(ssl_) > 0 || tls_peeked_ : buffered_begin_ < buffered_end_;
   }
 
-  // Waits (bounded by the read timeout and the request's deadlines) and reads what is there. Plain
-  // HTTP takes what has arrived without waiting first: a request's bytes are mostly there already.
+  // Waits (bounded by the read timeout and the request's deadlines) and reads what is there.
   ssize_t fill() {
     if (in_request_) {
       const auto until = in_headers_ ? std::min(header_until_, request_until_) : request_until_;
@@ -170,8 +169,20 @@ class ConnectionStream final : public httplib::Stream {
         return -1;
       }
       if (ssl_ == nullptr) {
-        const ssize_t n = receive(MSG_DONTWAIT);
-        if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return n;
+        // The read is the wait: the socket's SO_RCVTIMEO (kIdleWake) ends it, and it is read again
+        // until a byte comes, the read timeout passes, or a deadline does. No poll() before it (most
+        // of a request is there already; the rest of a body Go writes in pieces comes within
+        // microseconds).
+        const auto read_until = std::min(until, Clock::now() + limits_.read_timeout);
+        for (;;) {
+          const ssize_t n = receive(0);
+          if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return n;
+          const auto now = Clock::now();
+          if (now >= read_until) {
+            if (now >= until) problem_ = RequestProblem::kTimedOut;
+            return -1;
+          }
+        }
       }
       const int ready = poll_fd(POLLIN, wait_ms(limits_.read_timeout, until));
       if (ready <= 0) {
@@ -419,9 +430,10 @@ void ConnectionServer::answer_problem(httplib::Stream& stream, RequestProblem pr
 }
 
 bool ConnectionServer::process_and_close_socket(socket_t sock) {
-  // A blocking read or write inside OpenSSL (the rest of a record) is bounded by these. Plain HTTP
-  // reads block only while waiting for a request (every read within one is MSG_DONTWAIT or follows
-  // a poll): there the receive timeout is how often the wait looks at the idle limit and a stop.
+  // A blocking read or write inside OpenSSL (the rest of a record) is bounded by these. On plain
+  // HTTP every read blocks, for at most the receive timeout (kIdleWake), and is repeated: that is how
+  // often a wait looks at the idle limit, a stop, the read timeout and the request's deadlines (a
+  // deadline is kept to within kIdleWake).
   timeval read_timeout{static_cast<time_t>(limits_.read_timeout.count()), 0};
   if (!tls_) read_timeout = timeval{0, static_cast<suseconds_t>(std::chrono::microseconds(kIdleWake).count())};
   timeval write_timeout{static_cast<time_t>(limits_.write_timeout.count()), 0};
