@@ -36,9 +36,6 @@ sigset_t block_stop_signals() {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  // A client that goes away while its answer is written (OpenSSL writes without MSG_NOSIGNAL) must
-  // cost that connection, not the process.
-  std::signal(SIGPIPE, SIG_IGN);
   return signals;
 }
 
@@ -100,6 +97,10 @@ int serve(const CliOptions& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A peer that goes away while OpenSSL writes to it (it writes without MSG_NOSIGNAL: a client of the
+  // verb port, or the API server under the API client, the tools' included) must cost that
+  // connection, not the process.
+  std::signal(SIGPIPE, SIG_IGN);
   if (const int tool = run_tool(argc, argv); tool >= 0) return tool;
   const CliParse parsed = parse_cli(std::vector<std::string>(argv + 1, argv + argc));
   if (!parsed.options) {
