@@ -30,7 +30,6 @@ constexpr uint64_t kMaxAnswerBytes = uint64_t{256} << 20;
 // A pooled connection idle longer than this is checked before it is reused (the server may have closed it).
 constexpr std::chrono::seconds kCheckIdleAfter{2};
 
-std::shared_ptr<ssl_ctx_st> shared_context(SslContextHandle ctx) { return {ctx.release(), SSL_CTX_free}; }
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
@@ -70,11 +69,15 @@ ApiClient::ApiClient(ApiEndpoint endpoint) : endpoint_(std::move(endpoint)) {
   if (!tls_ && !endpoint_.client_cert_pem.empty())
     throw KubeConfigError("client certificates need an https:// API server");
   ca_pem_ = endpoint_.ca_pem;
-  if (tls_)  // validates the CA and the client certificate now
-    tls_context_ = shared_context(make_api_tls_context(ca_pem_, !endpoint_.insecure_skip_tls_verify,
-                                                       endpoint_.client_cert_pem, endpoint_.client_key_pem));
+  if (tls_) tls_context_ = tls_context_for(ca_pem_);  // validates the CA and the client certificate now
   if (!endpoint_.ca_file.empty()) ca_stamp_ = file_stamp(endpoint_.ca_file);
   ca_checked_at_ = std::chrono::steady_clock::now();
+}
+
+std::shared_ptr<ssl_ctx_st> ApiClient::tls_context_for(const std::string& ca_pem) const {
+  SslContextHandle ctx = make_api_tls_context(ca_pem, !endpoint_.insecure_skip_tls_verify, endpoint_.client_cert_pem,
+                                              endpoint_.client_key_pem);
+  return {ctx.release(), SSL_CTX_free};
 }
 
 const std::string& ApiClient::current_ca_pem() const {
@@ -88,8 +91,7 @@ const std::string& ApiClient::current_ca_pem() const {
   if (!text) return ca_pem_;  // mid-swap: keep verifying against the CA we have
   if (*text != ca_pem_ && tls_) {
     try {
-      tls_context_ = shared_context(make_api_tls_context(*text, !endpoint_.insecure_skip_tls_verify,
-                                                         endpoint_.client_cert_pem, endpoint_.client_key_pem));
+      tls_context_ = tls_context_for(*text);
     } catch (const KubeConfigError&) {
       return ca_pem_;  // a half-written file: try again at the next change
     }

@@ -85,6 +85,8 @@ class ApiClient {
   // The CA PEM now: the endpoint's, re-read from ca_file when that file changes (empties the pool and
   // makes a new TLS context).
   const std::string& current_ca_pem() const;
+  // The TLS context every connection shares while `ca_pem` is the CA (throws KubeConfigError on bad PEM).
+  std::shared_ptr<ssl_ctx_st> tls_context_for(const std::string& ca_pem) const;
 
   struct Exchange {
     std::string_view method, content_type, body;

@@ -141,18 +141,19 @@ std::unique_ptr<ApiConnection> ApiConnection::open(const std::string& host, int 
     ::close(fd);
     return nullptr;
   }
+  const bool address = is_ip_literal(host);
   if (SSL_CTX_get_verify_mode(tls) != SSL_VERIFY_NONE) {
     // The certificate must name the host we dialled: an IP address in its IP SANs, a DNS name in its
     // DNS SANs (or its common name when it has none).
-    const bool ok = is_ip_literal(host) ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl.get()), host.c_str()) == 1
-                                        : SSL_set1_host(ssl.get(), host.c_str()) == 1;
+    const bool ok = address ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl.get()), host.c_str()) == 1
+                            : SSL_set1_host(ssl.get(), host.c_str()) == 1;
     if (!ok) {
       error = "cannot verify TLS for host " + host;
       ::close(fd);
       return nullptr;
     }
   }
-  if (!is_ip_literal(host)) SSL_set_tlsext_host_name(ssl.get(), host.c_str());  // SNI names hosts, not addresses
+  if (!address) SSL_set_tlsext_host_name(ssl.get(), host.c_str());  // SNI names hosts, not addresses
   set_timeout(fd, SO_RCVTIMEO, connect_timeout);  // the handshake's reads
   ERR_clear_error();
   if (SSL_connect(ssl.get()) != 1) {

@@ -1,6 +1,7 @@
 #include "http_answer.h"
 
 #include "common/case_insensitive.h"
+#include "common/http_fields.h"
 
 #include <algorithm>
 #include <cstring>
@@ -23,27 +24,10 @@ void append_encoded_target(std::string& out, std::string_view target) {
   }
 }
 
-std::string_view trim_spaces(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-// A decimal Content-Length: digits only, no overflow.
-bool parse_length(std::string_view text, uint64_t& out) {
-  if (text.empty() || text.size() > 19) return false;
-  out = 0;
-  for (const char c : text) {
-    if (c < '0' || c > '9') return false;
-    out = out * 10 + static_cast<uint64_t>(c - '0');
-  }
-  return true;
-}
-
 // A chunk-size line: hex digits, then optional chunk extensions (";name=value"), which mean nothing here.
 bool parse_chunk_size(std::string_view line, uint64_t& out) {
   const size_t end = std::min(line.find(';'), line.size());
-  const std::string_view digits = trim_spaces(line.substr(0, end));
+  const std::string_view digits = trim_blanks(line.substr(0, end));
   if (digits.empty() || digits.size() > 15) return false;
   out = 0;
   for (const char c : digits) {
@@ -61,7 +45,7 @@ bool parse_chunk_size(std::string_view line, uint64_t& out) {
 bool lists_token(std::string_view value, std::string_view token) {
   while (!value.empty()) {
     const size_t comma = std::min(value.find(','), value.size());
-    if (equals_ignore_case(trim_spaces(value.substr(0, comma)), token)) return true;
+    if (equals_ignore_case(trim_blanks(value.substr(0, comma)), token)) return true;
     value.remove_prefix(std::min(comma + 1, value.size()));
   }
   return false;
@@ -73,7 +57,7 @@ std::string request_head(std::string_view method, std::string_view target, std::
                          std::string_view token, std::string_view content_type, size_t content_length,
                          bool keep_alive) {
   std::string head;
-  head.reserve(256 + target.size() + token.size());
+  head.reserve(256 + target.size() + token.size() + content_length);  // the caller appends the body
   head.append(method).append(" ");
   append_encoded_target(head, target);
   head.append(" HTTP/1.1\r\nHost: ").append(host_header).append("\r\nAccept: application/json\r\n");
@@ -164,14 +148,14 @@ bool AnswerReader::read_head(AnswerHead& head, std::string& error) {
         error = "a malformed answer header: \"" + std::string(line.substr(0, 40)) + "\"";
         return false;
       }
-      const std::string_view name = line.substr(0, colon), value = trim_spaces(line.substr(colon + 1));
+      const std::string_view name = line.substr(0, colon), value = trim_blanks(line.substr(colon + 1));
       if (equals_ignore_case(name, "content-length")) {
-        uint64_t length = 0;
-        if (!parse_length(value, length) || (has_length && length != head.length)) {
+        const std::optional<uint64_t> length = parse_content_length(value);
+        if (!length || (has_length && *length != head.length)) {
           error = "a malformed Content-Length in the answer: \"" + std::string(value.substr(0, 40)) + "\"";
           return false;
         }
-        head.length = length;
+        head.length = *length;
         has_length = true;
       } else if (equals_ignore_case(name, "transfer-encoding")) {
         chunked = chunked || lists_token(value, "chunked");

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/case_insensitive.h"
+#include "common/http_fields.h"
 
 namespace gpu_extender {
 namespace {
@@ -16,23 +17,6 @@ bool is_token_char(char c) {
 }
 
 bool is_value_char(char c) { return c == '\t' || (c >= 0x20 && c <= 0x7e); }
-
-std::string_view trim_blanks(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-// Digits only, short enough not to overflow; nullopt otherwise.
-std::optional<size_t> parse_length(std::string_view digits) {
-  if (digits.empty() || digits.size() > 18) return std::nullopt;
-  size_t value = 0;
-  for (const char c : digits) {
-    if (c < '0' || c > '9') return std::nullopt;
-    value = value * 10 + static_cast<size_t>(c - '0');
-  }
-  return value;
-}
 
 }  // namespace
 
@@ -69,7 +53,7 @@ std::optional<SimpleHead> parse_simple_head(std::string_view bytes, size_t max_h
     if (!std::all_of(raw_value.begin(), raw_value.end(), is_value_char)) return std::nullopt;
     const std::string_view value = trim_blanks(raw_value);
     if (equals_ignore_case(name, "Content-Length")) {
-      const std::optional<size_t> length = parse_length(value);
+      const std::optional<uint64_t> length = parse_content_length(value);
       if (have_length || !length) return std::nullopt;  // twice, or not a number: cpp-httplib and the framing check
       have_length = true;
       head.content_length = *length;

@@ -180,14 +180,14 @@ class Cursor {
     int64_t depth = 0;
     for (const char* p = start; p < end_; p += 64) {
       if (p + 64 > readable_end_) return std::nullopt;
-      const ByteBits bits = bits_of_block(p);
-      const uint64_t quotes = bits.quote & ~escaped(bits_of_block_equal(p, '\\'), escape_carry);
+      const StructureBits bits = structure_bits_of_block(p);
+      const uint64_t quotes = bits.quote & ~escaped(bits.backslash, escape_carry);
       const uint64_t in_string = prefix_parity(quotes) ^ in_string_carry;
       in_string_carry = (in_string >> 63) != 0 ? ~uint64_t{0} : 0;
       const size_t left = static_cast<size_t>(end_ - p);
       const uint64_t in_body = left >= 64 ? ~uint64_t{0} : (uint64_t{1} << left) - 1;
-      const uint64_t opens = (bits_of_block_equal(p, '{') | bits_of_block_equal(p, '[')) & ~in_string & in_body;
-      const uint64_t closes = (bits_of_block_equal(p, '}') | bits_of_block_equal(p, ']')) & ~in_string & in_body;
+      const uint64_t opens = bits.open & ~in_string & in_body;
+      const uint64_t closes = bits.close & ~in_string & in_body;
       if (__builtin_popcountll(closes) < depth) {  // cannot reach zero in this block
         depth += __builtin_popcountll(opens) - __builtin_popcountll(closes);
         continue;
@@ -206,14 +206,26 @@ class Cursor {
   }
 
 #if defined(__SSE2__)
-  // Bit i: p[i] == c, for the 64 bytes from p.
-  static uint64_t bits_of_block_equal(const char* p, char c) {
-    uint64_t bits = 0;
+  // One bit per byte of the 64 bytes from p (bit i for p[i]), each 16 bytes loaded once.
+  struct StructureBits {
+    uint64_t quote = 0, backslash = 0, open = 0, close = 0;  // open: '{' or '['; close: '}' or ']'
+  };
+  static StructureBits structure_bits_of_block(const char* p) {
+    const auto mask = [](__m128i bytes, char c) {
+      return _mm_cmpeq_epi8(bytes, _mm_set1_epi8(c));
+    };
+    const auto bits = [](__m128i matches, size_t part) {
+      return uint64_t{static_cast<unsigned>(_mm_movemask_epi8(matches))} << (16 * part);
+    };
+    StructureBits out;
     for (size_t part = 0; part < 4; ++part) {
       const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * part));
-      bits |= uint64_t{static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, _mm_set1_epi8(c))))} << (16 * part);
+      out.quote |= bits(mask(bytes, '"'), part);
+      out.backslash |= bits(mask(bytes, '\\'), part);
+      out.open |= bits(_mm_or_si128(mask(bytes, '{'), mask(bytes, '[')), part);
+      out.close |= bits(_mm_or_si128(mask(bytes, '}'), mask(bytes, ']')), part);
     }
-    return bits;
+    return out;
   }
   // Of a block's backslashes, the bytes they escape (simdjson's find_escaped): a character is escaped
   // when an odd run of backslashes ends just before it. `carry`: whether the last block's final byte
