@@ -32,13 +32,14 @@ void BatchedLogSink::log(const spdlog::details::log_msg& msg) {
   formatter_->format(msg, formatted);
   // Bounded: a writer that cannot keep up (nobody reading the pipe) holds the loggers back.
   written_.wait(lock, [this] { return held_.size() < max_held_ || stopping_; });
-  const bool first = held_.empty();
+  // Only an idle writer needs waking for an info line: a writer between batches wakes by itself.
+  const bool wake_idle_writer = writer_idle_ && held_.empty();
   held_.append(formatted.data(), formatted.size());
   ++appended_;
   const bool now = msg.level >= spdlog::level::warn;
   urgent_ = urgent_ || now;
   lock.unlock();
-  if (first || now) wake_writer_.notify_one();
+  if (wake_idle_writer || now) wake_writer_.notify_one();
 }
 
 void BatchedLogSink::flush() {
@@ -62,10 +63,20 @@ void BatchedLogSink::set_formatter(std::unique_ptr<spdlog::formatter> formatter)
 void BatchedLogSink::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
-    wake_writer_.wait(lock, [this] { return !held_.empty() || stopping_; });
+    if (!urgent_ && !stopping_) {
+      // Between batches of a burst the writer wakes by its own timer, once per batch_for_, and writes
+      // what came meanwhile: request threads do not wake it (a futex wake-up each) for the first line
+      // of every batch. Idle, without a timer, after a batch_for_ that brought nothing.
+      wake_writer_.wait_for(lock, batch_for_, [this] { return urgent_ || stopping_; });
+      if (held_.empty() && !stopping_) {
+        writer_idle_ = true;
+        wake_writer_.wait(lock, [this] { return !held_.empty() || stopping_; });
+        writer_idle_ = false;
+        // A batch: the lines that come within batch_for_ of its first (unless one must go now).
+        wake_writer_.wait_for(lock, batch_for_, [this] { return urgent_ || stopping_; });
+      }
+    }
     if (held_.empty() && stopping_) return;
-    // A batch: the lines that come within batch_for_ of its first (unless one must go now).
-    wake_writer_.wait_for(lock, batch_for_, [this] { return urgent_ || stopping_; });
     std::string batch;
     batch.swap(held_);
     const uint64_t upto = appended_;

@@ -5,7 +5,8 @@
 // each waking whoever reads the pipe (the container runtime). In a burst that was a tenth of the
 // extender's CPU per placed pod. Here a line is formatted and appended to a buffer under a mutex; the
 // writer thread wakes at the first line of a batch, waits `batch_for` for more, and writes them all
-// at once. Every line is kept, in order.
+// at once; while lines keep coming it wakes by its own timer, once per `batch_for`, and is not woken
+// by each batch's first line. Every line is kept, in order.
 //
 // When a line is written:
 //  - info and below: within `batch_for` (50 ms in the service) of the first line of its batch;
@@ -52,6 +53,7 @@ class BatchedLogSink final : public spdlog::sinks::sink {
   uint64_t written_upto_ = 0;  // ... and how many of them are written
   bool urgent_ = false;       // a warning or a flush(): write without waiting for more
   bool stopping_ = false;
+  bool writer_idle_ = false;  // the writer waits for a first line, without a timer: log() wakes it
   std::thread writer_;
 };
 
