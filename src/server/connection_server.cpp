@@ -278,7 +278,7 @@ class ConnectionStream final : public httplib::Stream {
   const int fd_;
   SSL* const ssl_;
   const ConnectionLimits& limits_;
-  std::array<char, size_t{16} * 1024> buffer_;  // not zeroed (16 KiB a connection): only bytes read are read back
+  std::array<char, size_t{64} * 1024> buffer_;  // not zeroed (64 KiB a connection): only bytes read are read back
   size_t buffered_begin_ = 0, buffered_end_ = 0;
   bool tls_peeked_ = false;
   bool in_request_ = false;  // between a request's first byte and its answer; else idle
