@@ -327,7 +327,6 @@ void ClusterView::lookup(std::span<const std::string_view> names, std::vector<ui
     slots.assign(seen->slots.begin(), seen->slots.end());
   } else {
     index_->find_many(names, memo.scratch_hashes, slots);
-    if (!names_json.empty()) memo.remember(names_json, slots);
   }
   for (uint32_t& slot : slots)
     if (slot != NodeMemo::kNoSlot && memo.missing[slot] != 0) slot = NodeMemo::kNoSlot;

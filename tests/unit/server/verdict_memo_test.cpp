@@ -198,6 +198,10 @@ TEST_CASE("names lookup: a list seen lately is taken by its bytes while the view
   const std::string json = R"(["n1","n2"])";
   view.lookup(std::vector<std::string_view>{"n1", "n2"}, first, memo, json);
   REQUIRE(first[0] != NodeMemo::kNoSlot);
+  std::vector<uint32_t> unremembered;
+  view.lookup(std::vector<std::string_view>{"n2", "n1"}, unremembered, memo, json);
+  CHECK(unremembered[0] == first[1]);  // looked up by name: a lookup alone remembers nothing
+  memo.remember(json, first);
   // The same bytes: the slots remembered, not the names given (which a real body could not differ
   // from; here they show which of the two answered).
   view.lookup(std::vector<std::string_view>{"n2", "n1"}, again, memo, json);
