@@ -54,6 +54,13 @@ Read read_answer(AnswerReader& reader, uint64_t max_bytes = 1 << 20) {
   return r;
 }
 
+// One answer read from `bytes` handed out `step` at a time.
+Read read_scripted(std::string bytes, size_t step, uint64_t max_bytes = 1 << 20) {
+  ScriptedSource source(std::move(bytes), step);
+  AnswerReader reader(source);
+  return read_answer(reader, max_bytes);
+}
+
 const std::string kChunked =
     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
     "b\r\n{\"type\":1}\n\r\n"
@@ -92,56 +99,42 @@ TEST_CASE("http answer: a Go server's answers are read whatever way the bytes ar
 
 TEST_CASE("http answer: interim answers, Connection close, HTTP/1.0, no length, no body") {
   SECTION("a 100 Continue before the answer is skipped") {
-    ScriptedSource source("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 409 Conflict\r\nContent-Length: 2\r\n\r\nno", 5);
-    AnswerReader reader(source);
-    const Read r = read_answer(reader);
+    const Read r = read_scripted("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 409 Conflict\r\nContent-Length: 2\r\n\r\nno", 5);
     CHECK(r.head.status == 409);
     CHECK(r.body == "no");
   }
   SECTION("Connection: close, in any case and among other tokens") {
-    ScriptedSource source("HTTP/1.1 200 OK\r\nConnection: Keep-Alive, CLOSE\r\nContent-Length: 0\r\n\r\n", 100);
-    AnswerReader reader(source);
-    const Read r = read_answer(reader);
+    const Read r = read_scripted("HTTP/1.1 200 OK\r\nConnection: Keep-Alive, CLOSE\r\nContent-Length: 0\r\n\r\n", 100);
     CHECK(r.head.server_closes);
     CHECK(r.body.empty());
   }
   SECTION("HTTP/1.0 closes unless it says keep-alive; a status line without a reason") {
-    ScriptedSource source("HTTP/1.0 200\r\nContent-Length: 1\r\n\r\nx", 100);
-    AnswerReader reader(source);
-    const Read r = read_answer(reader);
+    const Read r = read_scripted("HTTP/1.0 200\r\nContent-Length: 1\r\n\r\nx", 100);
     CHECK(r.head.status == 200);
     CHECK(r.head.server_closes);
     CHECK(r.body == "x");
   }
   SECTION("no length: the body ends with the connection, which is then not reusable") {
-    ScriptedSource source("HTTP/1.1 500 Internal Server Error\r\n\r\nsomething broke", 4);
-    AnswerReader reader(source);
-    const Read r = read_answer(reader);
+    const Read r = read_scripted("HTTP/1.1 500 Internal Server Error\r\n\r\nsomething broke", 4);
     REQUIRE(r.body_ok);
     CHECK(r.head.framing == AnswerHead::Framing::kUntilClose);
     CHECK(r.head.server_closes);
     CHECK(r.body == "something broke");
   }
   SECTION("204 has no body even with a length") {
-    ScriptedSource source("HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n", 100);
-    AnswerReader reader(source);
-    const Read r = read_answer(reader);
+    const Read r = read_scripted("HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n", 100);
     CHECK(r.body_ok);
     CHECK(r.head.framing == AnswerHead::Framing::kNone);
   }
   SECTION("Transfer-Encoding chunked wins over Content-Length") {
-    ScriptedSource source("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n\r\n", 3);
-    AnswerReader reader(source);
-    const Read r = read_answer(reader);
+    const Read r = read_scripted("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n\r\n", 3);
     CHECK(r.body == "ab");
   }
 }
 
 TEST_CASE("http answer: broken answers are errors that say what broke, never a hang or a wrong body") {
   const auto error_of = [](const std::string& bytes, uint64_t max_bytes = 1 << 20) {
-    ScriptedSource source(bytes, 3);
-    AnswerReader reader(source);
-    const Read r = read_answer(reader, max_bytes);
+    const Read r = read_scripted(bytes, 3, max_bytes);
     CHECK_FALSE((r.head_ok && r.body_ok));
     return r.error;
   };
