@@ -4,6 +4,7 @@
 #include <spdlog/pattern_formatter.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <ctime>
 
 #include "common/json_writer.h"
@@ -13,19 +14,24 @@ namespace {
 
 void append(spdlog::memory_buf_t& dest, std::string_view text) { dest.append(text.data(), text.data() + text.size()); }
 
-// %* : the message of `format` (text: escaped; JSON: a quoted JSON string).
+// The message as `format` writes it: escaped (text) or a quoted JSON string.
+void append_message(LogFormat format, const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) {
+  const std::string_view message(msg.payload.data(), msg.payload.size());
+  if (format == LogFormat::kText) {
+    append_escaped_message(message, dest);
+    return;
+  }
+  std::string quoted;
+  append_json_string(quoted, message);
+  append(dest, quoted);
+}
+
+// %* : the message of `format`.
 class MessageFlag final : public spdlog::custom_flag_formatter {
  public:
   explicit MessageFlag(LogFormat format) : format_(format) {}
   void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
-    const std::string_view message(msg.payload.data(), msg.payload.size());
-    if (format_ == LogFormat::kText) {
-      append_escaped_message(message, dest);
-      return;
-    }
-    std::string quoted;
-    append_json_string(quoted, message);
-    append(dest, quoted);
+    append_message(format_, msg, dest);
   }
   std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<MessageFlag>(format_); }
 
@@ -75,14 +81,10 @@ void LogLineFormatter::cache_second(std::chrono::seconds since_epoch) {
   const size_t n = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &local);
   date_time_.assign(text, n);
   // As spdlog's %z: the offset from UTC in minutes, as +hh:mm.
-  long minutes = local.tm_gmtoff / 60;
-  offset_ = minutes < 0 ? "-" : "+";
-  minutes = minutes < 0 ? -minutes : minutes;
-  spdlog::memory_buf_t digits;
-  append_digits(digits, minutes / 60, 2);
-  digits.push_back(':');
-  append_digits(digits, minutes % 60, 2);
-  offset_.append(digits.data(), digits.size());
+  const long minutes = local.tm_gmtoff / 60;
+  const long away = minutes < 0 ? -minutes : minutes;
+  std::snprintf(text, sizeof text, "%c%02ld:%02ld", minutes < 0 ? '-' : '+', away / 60, away % 60);
+  offset_ = text;
   cached_ = since_epoch;
 }
 
@@ -92,26 +94,17 @@ void LogLineFormatter::format(const spdlog::details::log_msg& msg, spdlog::memor
   if (seconds != cached_) cache_second(seconds);
   const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(since_epoch - seconds).count();
   const spdlog::string_view_t level = spdlog::level::to_string_view(msg.level);
-  const std::string_view message(msg.payload.data(), msg.payload.size());
-  if (format_ == LogFormat::kJson) append(dest, R"({"time":")");
+  const bool json = format_ == LogFormat::kJson;
+  if (json) append(dest, R"({"time":")");
   append(dest, date_time_);
   dest.push_back('.');
   append_digits(dest, static_cast<long>(millis), 3);
   append(dest, offset_);
-  if (format_ == LogFormat::kJson) {
-    append(dest, R"(","level":")");
-    dest.append(level.data(), level.data() + level.size());
-    append(dest, R"(","msg":)");
-    std::string quoted;
-    append_json_string(quoted, message);
-    append(dest, quoted);
-    dest.push_back('}');
-  } else {
-    dest.push_back(' ');
-    dest.append(level.data(), level.data() + level.size());
-    dest.push_back(' ');
-    append_escaped_message(message, dest);
-  }
+  append(dest, json ? R"(","level":")" : " ");
+  dest.append(level.data(), level.data() + level.size());
+  append(dest, json ? R"(","msg":)" : " ");
+  append_message(format_, msg, dest);
+  if (json) dest.push_back('}');
   append(dest, spdlog::details::os::default_eol);
 }
 
