@@ -3,8 +3,10 @@
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include <array>
+#include <chrono>
 #include <cerrno>
 #include <cstdlib>
 #include <string>
@@ -22,6 +24,15 @@ inline int wait_for_socket(int fd, short events, int timeout_ms) {
   } while (r < 0 && errno == EINTR);
   if (r > 0 && (p.revents & (POLLERR | POLLNVAL)) != 0 && (p.revents & events) == 0) return -1;
   return r;
+}
+
+// A blocking socket's wait for each read (SO_RCVTIMEO) or send (SO_SNDTIMEO): the call itself is
+// then the bounded wait, with no poll() before it.
+inline void set_socket_timeout(int fd, int option, std::chrono::milliseconds timeout) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((timeout.count() % 1000) * 1000);
+  ::setsockopt(fd, SOL_SOCKET, option, &tv, sizeof tv);
 }
 
 // The numeric host and port of one end of a socket: `name_of` is ::getpeername or ::getsockname.

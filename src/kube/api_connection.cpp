@@ -37,13 +37,6 @@ X509StoreHandle ca_store_from_pem(const std::string& pem) {
   return store;
 }
 
-void set_timeout(int fd, int option, std::chrono::milliseconds timeout) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((timeout.count() % 1000) * 1000);
-  ::setsockopt(fd, SOL_SOCKET, option, &tv, sizeof tv);
-}
-
 // OpenSSL's queued errors as one line (and the queue emptied), or `fallback` when there are none.
 std::string tls_errors(const char* fallback) {
   std::string out;
@@ -99,7 +92,7 @@ int connect_tcp(const std::string& host, int port, std::chrono::milliseconds tim
   // unacknowledged one waits for the server's delayed ACK (40 ms). Go's side sets TCP_NODELAY too.
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  set_timeout(fd, SO_SNDTIMEO, kSendTimeout);
+  set_socket_timeout(fd, SO_SNDTIMEO, kSendTimeout);
   error.clear();
   return fd;
 }
@@ -154,7 +147,7 @@ std::unique_ptr<ApiConnection> ApiConnection::open(const std::string& host, int 
     }
   }
   if (!address) SSL_set_tlsext_host_name(ssl.get(), host.c_str());  // SNI names hosts, not addresses
-  set_timeout(fd, SO_RCVTIMEO, connect_timeout);  // the handshake's reads
+  set_socket_timeout(fd, SO_RCVTIMEO, connect_timeout);  // the handshake's reads
   ERR_clear_error();
   if (SSL_connect(ssl.get()) != 1) {
     const long verified = SSL_get_verify_result(ssl.get());
@@ -175,7 +168,7 @@ ApiConnection::~ApiConnection() {
   if (ssl_) {
     // close_notify, unless the connection is already broken; never wait for the server's reply.
     if ((SSL_get_shutdown(ssl_.get()) & SSL_SENT_SHUTDOWN) == 0) {
-      set_timeout(fd_, SO_SNDTIMEO, std::chrono::milliseconds(100));
+      set_socket_timeout(fd_, SO_SNDTIMEO, std::chrono::milliseconds(100));
       SSL_shutdown(ssl_.get());
     }
     ssl_.reset();
@@ -186,7 +179,7 @@ ApiConnection::~ApiConnection() {
 
 void ApiConnection::set_read_timeout(std::chrono::milliseconds timeout) {
   if (timeout == read_timeout_) return;
-  set_timeout(fd_, SO_RCVTIMEO, timeout);
+  set_socket_timeout(fd_, SO_RCVTIMEO, timeout);
   read_timeout_ = timeout;
 }
 

@@ -434,11 +434,8 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
   // HTTP every read blocks, for at most the receive timeout (kIdleWake), and is repeated: that is how
   // often a wait looks at the idle limit, a stop, the read timeout and the request's deadlines (a
   // deadline is kept to within kIdleWake).
-  timeval read_timeout{static_cast<time_t>(limits_.read_timeout.count()), 0};
-  if (!tls_) read_timeout = timeval{0, static_cast<suseconds_t>(std::chrono::microseconds(kIdleWake).count())};
-  timeval write_timeout{static_cast<time_t>(limits_.write_timeout.count()), 0};
-  setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &read_timeout, sizeof read_timeout);
-  setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &write_timeout, sizeof write_timeout);
+  set_socket_timeout(sock, SO_RCVTIMEO, tls_ ? std::chrono::milliseconds(limits_.read_timeout) : kIdleWake);
+  set_socket_timeout(sock, SO_SNDTIMEO, limits_.write_timeout);
 
   SslHandle owned_ssl(tls_ ? SSL_new(tls_.get()) : nullptr);
   SSL* ssl = owned_ssl.get();
