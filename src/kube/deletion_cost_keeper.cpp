@@ -17,10 +17,12 @@ DeletionCostKeeper::DeletionCostKeeper(std::shared_ptr<const ClusterView> view, 
 
 DeletionCostKeeper::~DeletionCostKeeper() { stop(); }
 
-void DeletionCostKeeper::start() { thread_ = std::thread([this] {
+void DeletionCostKeeper::start() {
+  thread_ = std::thread([this] {
     name_this_thread("deletion-costs");
     run();
-  }); }
+  });
+}
 
 void DeletionCostKeeper::stop() {
   {

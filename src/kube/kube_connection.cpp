@@ -38,7 +38,8 @@ std::vector<WatchCounts> KubeConnection::watch_counts() const {
 }
 
 void KubeConnection::start() {
-  for (auto& reflector : reflectors_) threads_.emplace_back([r = reflector.get()] {
+  for (auto& reflector : reflectors_)
+    threads_.emplace_back([r = reflector.get()] {
       name_this_thread(std::string("watch-") + r->name());
       r->run();
     });

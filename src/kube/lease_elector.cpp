@@ -78,10 +78,12 @@ std::string LeaseElector::lease_path(bool collection) const {
   return collection ? path : path + "/" + config_.name;
 }
 
-void LeaseElector::start() { thread_ = std::thread([this] {
+void LeaseElector::start() {
+  thread_ = std::thread([this] {
     name_this_thread("lease-elector");
     run();
-  }); }
+  });
+}
 
 void LeaseElector::stop(bool release_lease) {
   {
