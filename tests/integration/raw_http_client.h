@@ -42,6 +42,9 @@ class RawHttpClient {
     return read_answer();
   }
   size_t answer_bytes() const { return answer_bytes_; }
+  // Whether a connection is open (the next request goes on it), and closing it.
+  bool connected() const { return fd_ >= 0; }
+  void disconnect() { close_socket(); }
   // The last answer's body, as read (valid until the next request).
   std::string_view answer() const { return std::string_view(buffer_.data() + body_offset_, answer_bytes_); }
   // The same, keeping the answer's body.

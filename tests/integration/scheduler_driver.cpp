@@ -44,19 +44,10 @@ SchedulerDriver::SchedulerDriver(FakeApiServer& api, int extender_port, DriverOp
       port_(extender_port),
       options_(std::move(options)),
       rng_(options_.seed),
-      verbs_("127.0.0.1", extender_port, "/", ""),
-      client_("127.0.0.1", extender_port) {
-  verbs_.set_read_timeout(std::chrono::seconds(5));  // kube-scheduler's default httpTimeout
-  client_.set_keep_alive(true);
-  client_.set_read_timeout(std::chrono::seconds(5));  // kube-scheduler's default httpTimeout
-  client_.set_tcp_nodelay(true);
+      connections_("127.0.0.1", extender_port, std::chrono::seconds(5)) {  // kube-scheduler's default httpTimeout
   load_cluster();
   for (int i = 0; i < 8; ++i) {
     bind_workers_.emplace_back([this] {
-      httplib::Client client("127.0.0.1", port_);
-      client.set_keep_alive(true);
-      client.set_read_timeout(std::chrono::seconds(5));
-      client.set_tcp_nodelay(true);
       std::unique_lock<std::mutex> lock(mutex_);
       while (true) {
         bind_queue_changed_.wait(lock, [this] { return stopping_ || !bind_queue_.empty(); });
@@ -64,7 +55,7 @@ SchedulerDriver::SchedulerDriver(FakeApiServer& api, int extender_port, DriverOp
         auto cycle = std::move(bind_queue_.front());
         bind_queue_.pop_front();
         lock.unlock();
-        cycle(client);
+        cycle();
         lock.lock();
         --binds_in_flight_;
         bind_queue_changed_.notify_all();
@@ -82,7 +73,7 @@ SchedulerDriver::~SchedulerDriver() {
   for (auto& t : bind_workers_) t.join();
 }
 
-void SchedulerDriver::start_binding(std::function<void(httplib::Client&)> cycle) {
+void SchedulerDriver::start_binding(std::function<void()> cycle) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     bind_queue_.push_back(std::move(cycle));
@@ -96,17 +87,18 @@ void SchedulerDriver::wait_for_binds() {
   bind_queue_changed_.wait(lock, [this] { return binds_in_flight_ == 0; });
 }
 
-void SchedulerDriver::bind(httplib::Client& client, const json& pod, const std::string& node, Placement& placement) {
+void SchedulerDriver::bind(const json& pod, const std::string& node, Placement& placement) {
   const json binding = {{"PodName", pod["metadata"]["name"]},
                         {"PodNamespace", pod["metadata"]["namespace"]},
                         {"PodUID", pod["metadata"]["uid"]},
                         {"Node", node}};
   const auto start = Clock::now();
-  auto res = client.Post("/bind", binding.dump(), "application/json");
+  std::string answer;
+  const int status = connections_.take()->post("/bind", binding.dump(), answer);
   const double took = ms_since(start);
   std::string error;
-  if (!res || res->status != 200) error = res ? "bind: HTTP " + std::to_string(res->status) : "bind: no answer";
-  else error = json::parse(res->body).value("Error", "");
+  if (status != 200) error = status > 0 ? "bind: HTTP " + std::to_string(status) : "bind: no answer";
+  else error = json::parse(answer).value("Error", "");
   std::lock_guard<std::mutex> lock(mutex_);
   timings_.bind_ms.push_back(took);
   if (!error.empty()) {
@@ -260,7 +252,7 @@ bool SchedulerDriver::extender_filter(const json& pod, std::vector<std::string>&
   const std::string body = extender_args(pod, feasible).dump();
   std::string answer;
   const auto start = Clock::now();
-  const int status = verbs_.post("/filter", body, answer);
+  const int status = connections_.take()->post("/filter", body, answer);
   timings_.filter_ms.push_back(ms_since(start));
   ms += timings_.filter_ms.back();
   if (status != 200) {
@@ -322,7 +314,7 @@ std::map<std::string, int64_t> SchedulerDriver::scores(const json& pod, const st
   const std::string body = extender_args(pod, feasible).dump();
   std::string answer;
   const auto start = Clock::now();
-  const int status = verbs_.post("/prioritize", body, answer);
+  const int status = connections_.take()->post("/prioritize", body, answer);
   timings_.prioritize_ms.push_back(ms_since(start));
   ms += timings_.prioritize_ms.back();
   if (status != 200) return totals;  // a failed prioritize is ignored by the scheduler (its own scores stand)
@@ -367,12 +359,12 @@ void SchedulerDriver::schedule_one(const json& pod, Placement& placement) {
   assume(pod, node, +1);
   placement.node = node;
   if (!with_extender) {
-    start_binding([this, &pod, node, &placement](httplib::Client&) { default_bind(pod, node, placement); });
+    start_binding([this, &pod, node, &placement] { default_bind(pod, node, placement); });
   } else if (options_.sequential) {
-    bind(client_, pod, node, placement);
+    bind(pod, node, placement);
   } else {
     // The binding cycle runs apart: go on with the next pod at once.
-    start_binding([this, &pod, node, &placement](httplib::Client& client) { bind(client, pod, node, placement); });
+    start_binding([this, &pod, node, &placement] { bind(pod, node, placement); });
   }
   if (options_.sequential) wait_for_binds();
 }

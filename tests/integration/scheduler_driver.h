@@ -20,15 +20,14 @@
 //  4. selectHost: the highest total, ties broken at random (reservoir sampling, seeded);
 //  5. assume the pod in its own cache, start the binding cycle (the extender's /bind) apart, and go on
 //     with the next pod at once: pod i+1's /filter races pod i's /bind. Binding cycles run on a few
-//     worker threads with kept-alive connections: a goroutine starts in microseconds and Go's
-//     transport reuses idle connections, where a new thread and a new connection per bind would add
-//     a delay the real scheduler does not have.
-// /filter and /prioritize go over one kept-alive connection with large writes and reads, as Go's
-// net/http client does (raw_http_client.h).
+//     worker threads: a goroutine starts in microseconds, where a new thread per bind would add a
+//     delay the real scheduler does not have.
+// Every request to the extender takes its connection from one pool kept as kube-scheduler's Go
+// transport keeps it (go_transport_pool.h: an idle one when there is one, at most two idle, others
+// closed), written and read as Go's net/http client does (raw_http_client.h).
 // A failed bind forgets the assumption, as the scheduler's ForgetPod does.
 //
 // Not thread-safe: one driver per test; binds run on threads it owns and joins.
-#include <httplib.h>
 
 #include <condition_variable>
 #include <deque>
@@ -42,7 +41,7 @@
 
 #include "default_plugins.h"
 #include "fake_api_server.h"
-#include "raw_http_client.h"
+#include "go_transport_pool.h"
 
 namespace test_support {
 
@@ -87,6 +86,8 @@ class SchedulerDriver {
   // Schedules these pods (already created, pending, in the fake API server) in order.
   std::vector<Placement> schedule(const std::vector<json>& pods);
   const DriverTimings& timings() const { return timings_; }
+  // Connections opened to the extender so far.
+  size_t extender_connections() const { return connections_.dials(); }
 
  private:
   struct NodeState {
@@ -109,26 +110,24 @@ class SchedulerDriver {
   void schedule_one(const json& pod, Placement& placement);
   std::string select_host(const std::vector<std::string>& nodes, const std::map<std::string, int64_t>& totals);
   void assume(const json& pod, const std::string& node, int sign);
-  void bind(httplib::Client& client, const json& pod, const std::string& node, Placement& placement);
+  void bind(const json& pod, const std::string& node, Placement& placement);
   // The default binder: a Binding posted to the API server, for pods the extender does not bind.
   void default_bind(const json& pod, const std::string& node, Placement& placement);
-  void start_binding(std::function<void(httplib::Client&)> cycle);
+  void start_binding(std::function<void()> cycle);
   void wait_for_binds();
 
   FakeApiServer& api_;
   int port_;
   DriverOptions options_;
   std::mt19937_64 rng_;
-  // The scheduling cycle's kept-alive connection, for /filter and /prioritize: read as Go's net/http
-  // reads (large reads, no poll before each), so the round trips measure the extender.
-  RawHttpClient verbs_;
-  httplib::Client client_;  // for /bind one by one (options.sequential)
+  // The connections to the extender, for every verb.
+  GoTransportPool connections_;
   std::map<std::string, NodeState> nodes_;
   std::vector<std::string> node_order_;  // the scheduler's node list
   size_t next_start_node_ = 0;           // nextStartNodeIndex
   std::mutex mutex_;  // nodes_[..].requested, placements and timings, written by bind workers
   std::condition_variable bind_queue_changed_;
-  std::deque<std::function<void(httplib::Client&)>> bind_queue_;
+  std::deque<std::function<void()>> bind_queue_;
   size_t binds_in_flight_ = 0;
   bool stopping_ = false;
   std::vector<std::thread> bind_workers_;
