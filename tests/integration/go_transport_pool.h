@@ -52,14 +52,13 @@ class GoTransportPool {
       idle_.pop_back();
       return Lease(*this, std::move(client));
     }
-    ++dials_;  // connected by its first request
-    if (!closed_.empty()) {
-      auto client = std::move(closed_.back());
-      closed_.pop_back();
-      return Lease(*this, std::move(client));
+    ++dials_;  // a closed client, connected by its first request
+    if (closed_.empty()) {
+      closed_.push_back(std::make_unique<RawHttpClient>(host_, port_, "/", ""));
+      closed_.back()->set_read_timeout(read_timeout_);
     }
-    auto client = std::make_unique<RawHttpClient>(host_, port_, "/", "");
-    client->set_read_timeout(read_timeout_);
+    auto client = std::move(closed_.back());
+    closed_.pop_back();
     return Lease(*this, std::move(client));
   }
 

@@ -41,7 +41,6 @@ size_t feasible_nodes_to_find(size_t all, int percentage_of_nodes_to_score) {
 
 SchedulerDriver::SchedulerDriver(FakeApiServer& api, int extender_port, DriverOptions options)
     : api_(api),
-      port_(extender_port),
       options_(std::move(options)),
       rng_(options_.seed),
       connections_("127.0.0.1", extender_port, std::chrono::seconds(5)) {  // kube-scheduler's default httpTimeout

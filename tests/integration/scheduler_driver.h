@@ -117,7 +117,6 @@ class SchedulerDriver {
   void wait_for_binds();
 
   FakeApiServer& api_;
-  int port_;
   DriverOptions options_;
   std::mt19937_64 rng_;
   // The connections to the extender, for every verb.
