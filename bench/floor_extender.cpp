@@ -107,5 +107,9 @@ int main(int argc, char** argv) {
       res.set_content("{\"Error\":\"binding failed\"}", "application/json");
     }
   });
-  server.listen("127.0.0.1", std::atoi(argv[1]));
+  if (!server.listen("127.0.0.1", std::atoi(argv[1]))) {
+    // Said aloud: a harness run waiting for binds from a floor that never listened waits forever.
+    std::cerr << "floor_extender: cannot listen on 127.0.0.1:" << argv[1] << " (address in use?)\n";
+    return 1;
+  }
 }
