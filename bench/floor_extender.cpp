@@ -6,13 +6,14 @@
 // no request log, no metrics, no validation: a measuring stick, not a server anyone should run.
 //
 // Usage: floor_extender PORT API_SERVER_URL TOKEN_FILE CA_FILE
-//   e.g. floor_extender 18888 https://127.0.0.1:16443 /tmp/token /tmp/k8s/pki/ca.crt
+//   e.g. floor_extender 18888 https://127.0.0.1:6443 /etc/kubernetes/token /etc/kubernetes/pki/ca.crt
 #include <httplib.h>
 
-#include <fstream>
+#include "common/file_text.h"
+
+#include <cctype>
 #include <iostream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -39,15 +40,6 @@ std::string_view node_names_array(std::string_view body) {
   return body.substr(open, close - open + 1);
 }
 
-std::string read_file(const char* path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string s = text.str();
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,7 +48,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string api_url = argv[2];
-  const std::string token = read_file(argv[3]);
+  std::string token = gpu_extender::read_file_text(argv[3]).value_or("");
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+  if (token.empty()) {
+    std::cerr << "floor_extender: no token in " << argv[3] << "\n";
+    return 2;
+  }
   const std::string ca_file = argv[4];
 
   httplib::Server server;
