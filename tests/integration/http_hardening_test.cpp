@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -152,6 +153,45 @@ TEST_CASE("http: pipelined requests are all answered, in order") {
   CHECK(count_of(answer, "HTTP/1.1 200 OK\r\n") == 3);
   CHECK(count_of(answer, "\"NodeNames\":[\"a100-8g\",\"a100-2g\",\"a100-80g-4g\"]") == 2);
   CHECK(answer.find("\"version\"") > answer.rfind("NodeNames"));
+}
+
+TEST_CASE("http: a large body is read whole however its pieces come, and a stalled one is cut off") {
+  // The rest of a body past 32 KB is waited for whole (SO_RCVLOWAT) for a short while, then read as it
+  // comes. A filter body padded with 100 KB of spaces (valid JSON): the answer is the unpadded one's.
+  ExtenderProcess p({"--read-timeout-seconds", "1"});
+  const std::string good = test_support::sample("filter-gpu-full.json");
+  std::string padded = good;
+  padded.insert(padded.rfind('}'), std::string(100000, ' '));
+  const auto request_of = [](const std::string& body) {
+    return "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body;
+  };
+  const std::string request = request_of(padded);
+  const std::string expected = without_request_id(raw_exchange(p.port(), request_of(good)));
+  REQUIRE(expected.rfind("HTTP/1.1 200", 0) == 0);
+  // Headers and the body's first bytes in one write (Go's 4 KB buffer), then pieces of `piece` bytes
+  // `pause` apart, stopping after `upto` bytes of the request.
+  const auto send_in_pieces = [&](size_t piece, std::chrono::milliseconds pause, size_t upto) {
+    RawConnection connection(p.port());
+    REQUIRE(connection.send_all(request.substr(0, 4096)));
+    for (size_t at = 4096; at < upto; at += piece) {
+      std::this_thread::sleep_for(pause);
+      REQUIRE(connection.send_all(request.substr(at, std::min(piece, upto - at))));
+    }
+    return connection.read_until_close();
+  };
+  SECTION("as Go's transport writes it: 32 KB at a time, promptly") {
+    CHECK(without_request_id(send_in_pieces(32768, std::chrono::milliseconds(1), request.size())) == expected);
+  }
+  SECTION("slower than the server waits for the rest") {
+    CHECK(without_request_id(send_in_pieces(8192, std::chrono::milliseconds(40), request.size())) == expected);
+  }
+  SECTION("a byte short of its length, then silence: the read timeout ends it") {
+    const auto start = std::chrono::steady_clock::now();
+    const std::string answer = send_in_pieces(32768, std::chrono::milliseconds(1), request.size() - 1);
+    CHECK(answer.rfind("HTTP/1.1 200", 0) == std::string::npos);
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));  // the 15 s client timeout not reached
+  }
 }
 
 TEST_CASE("http: the header section is bounded in bytes, whatever the count") {
