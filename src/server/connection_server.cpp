@@ -166,6 +166,10 @@ class ConnectionStream final : public httplib::Stream {
 
   // Waits (bounded by the read timeout and the request's deadlines) and reads what is there.
   ssize_t fill() {
+    // Never wait for the client while holding bytes written for it: cpp-httplib answers `Expect:
+    // 100-continue` with a write, then reads the body, and a held "100 Continue" kept curl waiting
+    // a second for it before it sent a body over 1 MB.
+    if (!unsent_.empty() && !flush()) return -1;
     if (in_request_) {
       const auto until = in_headers_ ? std::min(header_until_, request_until_) : request_until_;
       if (Clock::now() >= until) {  // however steadily the bytes come

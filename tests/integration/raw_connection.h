@@ -44,6 +44,12 @@ class RawConnection {
     }
     return false;
   }
+  // What one recv gives (empty when the server closed, or sent nothing within the receive timeout).
+  std::string read_some() {
+    char buf[4096];
+    const ssize_t n = recv(fd_, buf, sizeof buf, 0);
+    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+  }
   // Everything the server sends until it closes the connection.
   std::string read_until_close() {
     std::string answer;
