@@ -211,11 +211,11 @@ class ConnectionStream final : public httplib::Stream {
   // Plain HTTP, a body whose rest is more than one write of its client: kube-scheduler's Go transport
   // writes a request as 4 KB, then pieces of 32 KB, and a thread blocked in recv() is woken (a context
   // switch out and back in) for every piece. Here the socket's SO_RCVLOWAT is raised to `bytes` for a
-  // poll(), so that the kernel wakes this thread once, when they are all there: the 54 KB /filter of
-  // 5,000 nodes costs one wake-up for its body instead of two. Only poll() is used with the raised mark (a recv()
-  // that has copied some bytes would wait for `bytes` more), and the mark is 1 again before any read.
-  // The wait is short (kGatherWait): a slower client is read as before, piece by piece. True when it
-  // read; false: nothing there yet, read the usual way.
+  // poll(), so that the kernel wakes this thread once, when they are all there: the rest of a ~80 KB
+  // names-mode /filter of 5,000 nodes costs two wake-ups instead of three. Only poll() is used with
+  // the raised mark (a recv() that has copied some bytes would wait for `bytes` more), and the mark is
+  // 1 again before any read. The wait is short (kGatherWait): a slower client is read as before, piece
+  // by piece. True when it read; false: nothing there yet, read the usual way.
   bool gather(size_t bytes) {
     if (receive(MSG_DONTWAIT) > 0) return true;  // already there: no wait, no mark
     if (Clock::now() >= request_until_) return false;
