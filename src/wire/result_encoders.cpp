@@ -172,26 +172,31 @@ void encode_host_priorities(std::span<const std::string_view> hosts, std::span<c
                             std::string& out, bool hosts_verbatim) {
   constexpr std::string_view kHost = "{\"Host\":", kScore = ",\"Score\":";
   out.push_back('[');
+  bool first = true;
   if (hosts_verbatim) {
-    // The constant parts in two pieces around the name: 5,000 entries are written per request.
+    // The constant parts in two pieces around the name: up to 5,000 entries are written per request.
     constexpr std::string_view kBeforeHost = "{\"Host\":\"", kAfterHost = "\",\"Score\":";
     size_t bytes = 0;
-    for (std::string_view host : hosts)
-      bytes += kBeforeHost.size() + host.size() + kAfterHost.size() + PresizedAppender::kMaxIntBytes + 2;
+    for (size_t i = 0; i < hosts.size(); ++i)
+      if (scores[i] != 0)
+        bytes += kBeforeHost.size() + hosts[i].size() + kAfterHost.size() + PresizedAppender::kMaxIntBytes + 2;
     PresizedAppender append(out, bytes);
     for (size_t i = 0; i < hosts.size(); ++i) {
-      if (i) append.put(',');
+      if (scores[i] == 0) continue;
+      if (!first) append.put(',');
+      first = false;
       append.put(kBeforeHost);
       append.put(hosts[i]);
       append.put(kAfterHost);
-      if (scores[i] >= 0 && scores[i] <= 9) append.put(static_cast<char>('0' + scores[i]));  // most scores
+      if (scores[i] > 0 && scores[i] <= 9) append.put(static_cast<char>('0' + scores[i]));  // most scores
       else append.put_int(scores[i]);
       append.put('}');
     }
   } else {
-    out.reserve(out.size() + hosts.size() * 48 + 2);
     for (size_t i = 0; i < hosts.size(); ++i) {
-      if (i) out.push_back(',');
+      if (scores[i] == 0) continue;
+      if (!first) out.push_back(',');
+      first = false;
       out += kHost;
       append_json_string(out, hosts[i]);
       out += kScore;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "../unit/host_scores.h"
 #include "../unit/test_support.h"
 #include "gpu_extender/wire.h"
 #include "extender_process.h"
@@ -90,9 +91,9 @@ TEST_CASE("http: full-mode filter and prioritize, as kube-scheduler v1.26 sent t
   res = post(p, "/prioritize", test_support::fixture("full-mode/prioritize-2-request.json"));
   REQUIRE(res);
   CHECK(res->status == 200);
-  const json scores = json::parse(res->body);
-  REQUIRE(scores.size() == 3);
-  for (const auto& s : scores) CHECK((s["Score"] >= 0 && s["Score"] <= 10));
+  const auto scores =
+      test_support::scores_by_host(res->body, test_support::fixture("full-mode/prioritize-2-request.json"));
+  CHECK(scores.size() == 3);
   const std::string line = "verb=prioritize pod=default/gpu-pod-1 nodes_in=3";
   CHECK(p.logged(line));
 }
@@ -130,8 +131,7 @@ TEST_CASE("http: the aaa/bbb example with a pods snapshot") {
   ExtenderProcess p({"--pods-snapshot", test_support::source_path("extender-config/samples/pods-aaa-start.json")});
   auto res = post(p, "/prioritize", test_support::sample("filter-aaa-full.json"));
   REQUIRE(res);
-  std::map<std::string, int> score;
-  for (const auto& s : json::parse(res->body)) score[s["Host"]] = s["Score"];
+  const auto score = test_support::scores_by_host(res->body, test_support::sample("filter-aaa-full.json"));
   CHECK(score.at("master") > score.at("worker1"));
   res = post(p, "/filter", test_support::sample("filter-aaa-full.json"));
   REQUIRE(res);
@@ -170,13 +170,12 @@ TEST_CASE("http: generated 100-node clusters, full and names mode, GPU and aaa p
     res = post(p, "/prioritize", body);
     REQUIRE(res);
     REQUIRE(res->status == 200);
-    const json scores = json::parse(res->body);
+    const auto scores = test_support::scores_by_host(res->body, body);
     CHECK(scores.size() == 100);
     size_t scored = 0;
-    for (const auto& s : scores) {
-      CHECK((s["Score"] >= 0 && s["Score"] <= 10));
-      if (!expected.count(s["Host"].get<std::string>())) CHECK(s["Score"] == 0);  // refused nodes score 0
-      scored += s["Score"] > 0;
+    for (const auto& [host, score] : scores) {
+      if (!expected.count(host)) CHECK(score == 0);  // refused nodes score 0
+      scored += score > 0;
     }
     if (pod != "plain") CHECK(scored > 0);  // a GPU or aaa pod gets an opinion; a plain pod a neutral 0
   }
@@ -280,7 +279,7 @@ TEST_CASE("http: a pod with a bad GPU annotation gets 200 and its reason on ever
   res = post(p, "/prioritize", body.dump());
   REQUIRE(res);
   CHECK(res->status == 200);
-  for (const auto& host : json::parse(res->body)) CHECK(host["Score"] == 0);
+  CHECK(json::parse(res->body) == json::array());  // every node 0, so none listed
 }
 
 TEST_CASE("http: /prioritize gives 0 to nodes its filter refuses, and scores the rest as after /filter") {
@@ -288,8 +287,7 @@ TEST_CASE("http: /prioritize gives 0 to nodes its filter refuses, and scores the
   ExtenderProcess p;
   auto res = post(p, "/prioritize", test_support::sample("filter-gpu-full.json"));
   REQUIRE(res);
-  std::map<std::string, int> score;
-  for (const auto& host : json::parse(res->body)) score[host["Host"]] = host["Score"];
+  const auto score = test_support::scores_by_host(res->body, test_support::sample("filter-gpu-full.json"));
   for (const char* refused : {"a100-1g", "a100-20g-4g", "v100-8g", "t4-4g", "a100-4g-bbb", "cpu-only"})
     CHECK(score.at(refused) == 0);
   // The three that pass, scored by the README's formulas from the sample's own nodes.

@@ -9,6 +9,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "../unit/host_scores.h"
 #include "../unit/test_support.h"
 #include "extender_process.h"
 #include "http_support.h"
@@ -64,10 +65,8 @@ void write_like_configmap(const std::string& dir, const std::string& text, int g
 std::map<std::string, int> scores(int port) {
   httplib::Client client("127.0.0.1", port);
   auto res = client.Post("/prioritize", test_support::sample("filter-gpu-full.json"), "application/json");
-  std::map<std::string, int> out;
-  if (res && res->status == 200)
-    for (const auto& s : json::parse(res->body)) out[s["Host"]] = s["Score"];
-  return out;
+  if (!res || res->status != 200) return {};
+  return test_support::scores_by_host(res->body, test_support::sample("filter-gpu-full.json"));
 }
 
 using test_support::eventually;

@@ -1,5 +1,6 @@
 // POST /prioritize: a score 0..10 for every node sent, from the nodes that pass the filter scored
-// together; a node that fails it scores 0.
+// together; a node that fails it scores 0. The answer lists the nodes that score above 0 (see
+// encode_host_priorities: to the scheduler a node left out scores 0).
 #include <array>
 
 #include "gpu_extender/wire_encode.h"

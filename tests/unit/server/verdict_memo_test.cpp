@@ -13,6 +13,7 @@
 #include "gpu_extender/cluster_view.h"
 #include "gpu_extender/extender_service.h"
 #include "gpu_extender/gpu_utilization.h"
+#include "host_scores.h"
 
 using namespace gpu_extender;
 
@@ -302,9 +303,9 @@ TEST_CASE("score memo: names mode scores as full mode does, whether a pod's scor
     INFO("pod " << p << (packed ? " (aaa)" : ""));
     REQUIRE(by_name.status == 200);
     REQUIRE(by_object.status == 200);
-    std::map<std::string, int64_t> name_scores, object_scores;
-    for (const auto& host : nlohmann::json::parse(by_name.body)) name_scores[host["Host"]] = host["Score"];
-    for (const auto& host : nlohmann::json::parse(by_object.body)) object_scores[host["Host"]] = host["Score"];
+    const std::set<std::string> sent = passed.get<std::set<std::string>>();
+    const auto name_scores = test_support::scores_by_host(by_name.body, sent);
+    const auto object_scores = test_support::scores_by_host(by_object.body, sent);
     CHECK(name_scores == object_scores);
     std::set<int64_t> distinct;
     for (const auto& [name, score] : name_scores) distinct.insert(score);

@@ -65,15 +65,26 @@ TEST_CASE("encode: names given verbatim are copied, and the answer is the same a
   encode_host_priorities(args.node_names, scores, escaped);
   encode_host_priorities(args.node_names, scores, verbatim, true);
   CHECK(verbatim == escaped);
-  CHECK(verbatim == R"([{"Host":"gpu-1","Score":-9223372036854775808},{"Host":"gpu-2","Score":0},{"Host":"gpu-3","Score":10}])");
+  CHECK(verbatim == R"([{"Host":"gpu-1","Score":-9223372036854775808},{"Host":"gpu-3","Score":10}])");  // 0s left out
 }
 
 TEST_CASE("encode: HostPriorityList, filter error, error object") {
-  std::vector<std::string_view> hosts{"a", "b\"q"};
-  std::vector<int64_t> scores{10, 0};
+  // The hosts that score 0 are left out (the scheduler scores a host it is not sent 0).
+  std::vector<std::string_view> hosts{"a", "b\"q", "c", "d\"e"};
+  std::vector<int64_t> scores{10, 3, 0, 1};
   std::string out;
   encode_host_priorities(hosts, scores, out);
-  CHECK(out == R"([{"Host":"a","Score":10},{"Host":"b\"q","Score":0}])");
+  CHECK(out == R"([{"Host":"a","Score":10},{"Host":"b\"q","Score":3},{"Host":"d\"e","Score":1}])");
+  out.clear();
+  encode_host_priorities(std::span(hosts).subspan(2, 1), std::span(scores).subspan(2, 1), out);
+  CHECK(out == "[]");  // every host 0: an empty list, not one entry
+  out.clear();
+  encode_host_priorities(std::span(hosts).subspan(2), std::span(scores).subspan(2), out);
+  CHECK(out == R"([{"Host":"d\"e","Score":1}])");  // no comma before the first entry listed
+  out.clear();
+  const std::vector<std::string_view> plain{"x", "y", "z"};
+  encode_host_priorities(plain, std::vector<int64_t>{0, 2, 0}, out, true);
+  CHECK(out == R"([{"Host":"y","Score":2}])");  // the same when names are copied verbatim
   out.clear();
   encode_host_priorities({}, {}, out);
   CHECK(out == "[]");
