@@ -5,7 +5,11 @@
 // scheduling cycle (its /filter + /prioritize round trips as the driver sees them), and /bind; the
 // extender process's CPU per placed pod (/proc), what it asked of the API server per placed pod, and
 // how many connections the stand-in opened to it.
-// Usage: [PERCENTAGE=P] scheduler_bench [NODES [PODS [names|full]]]   (default 500 nodes, 500 pods, both modes)
+// Usage: [PERCENTAGE=P] [UTILIZATION=1] scheduler_bench [NODES [PODS [names|full]]]
+//        (default 500 nodes, 500 pods, both modes). UTILIZATION=1: each node reports a GPU utilisation
+//        (the gpu.nvidia.com/utilization annotation, node i at (37 i mod 100)%), as nodes fed by DCGM
+//        do: the scores spread over many levels and most nodes score 0. Without it every empty node
+//        scores the same, and /prioritize lists them all.
 // Stops with exit 1 when any pod is not placed or the extender's log lacks a figure.
 #include <cstdio>
 #include <cstring>
@@ -91,7 +95,13 @@ int main(int argc, char** argv) {
   for (const bool names_mode : {true, false}) {
     if (!only.empty() && only != (names_mode ? "names" : "full")) continue;
     test_support::FakeApiServer api;
-    for (int i = 0; i < nodes; ++i) api.put_node(test_support::make_node("gpu-" + std::to_string(i), "A100", 8));
+    const bool utilization = std::getenv("UTILIZATION") && std::string(std::getenv("UTILIZATION")) == "1";
+    for (int i = 0; i < nodes; ++i) {
+      json node = test_support::make_node("gpu-" + std::to_string(i), "A100", 8);
+      if (utilization)
+        node["metadata"]["annotations"]["gpu.nvidia.com/utilization"] = std::to_string(37 * i % 100 / 100.0);
+      api.put_node(node);
+    }
     test_support::ExtenderProcess extender(api.extender_args());
     httplib::Client probe("127.0.0.1", extender.port());
     while (true) {
