@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <iterator>
 #include <unistd.h>
 #include <sstream>
@@ -95,7 +96,8 @@ int main(int argc, char** argv) {
   for (const bool names_mode : {true, false}) {
     if (!only.empty() && only != (names_mode ? "names" : "full")) continue;
     test_support::FakeApiServer api;
-    const bool utilization = std::getenv("UTILIZATION") && std::string(std::getenv("UTILIZATION")) == "1";
+    const char* utilization_env = std::getenv("UTILIZATION");
+    const bool utilization = utilization_env != nullptr && std::string_view(utilization_env) == "1";
     for (int i = 0; i < nodes; ++i) {
       json node = test_support::make_node("gpu-" + std::to_string(i), "A100", 8);
       if (utilization)
