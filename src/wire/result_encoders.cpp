@@ -195,6 +195,7 @@ void encode_host_priorities(std::span<const std::string_view> hosts, std::span<c
       append.put('}');
     }
   } else {
+    out.reserve(out.size() + hosts.size() * 48 + 2);  // capacity only: nothing is filled
     for (size_t i = 0; i < hosts.size(); ++i) {
       if (scores[i] == 0) continue;
       if (!first) out.push_back(',');
