@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "../unit/host_scores.h"
 #include "../unit/test_support.h"
 #include "extender_process.h"
 #include "prometheus_server.h"
@@ -74,10 +75,8 @@ std::map<std::string, int> scores(int port) {
   httplib::Client client("127.0.0.1", port);
   client.set_read_timeout(std::chrono::seconds(5));
   auto res = client.Post("/prioritize", body(), "application/json");
-  std::map<std::string, int> out;
-  if (!res || res->status != 200) return out;
-  for (const auto& host : json::parse(res->body)) out[host["Host"]] = host["Score"];
-  return out;
+  if (!res || res->status != 200) return {};
+  return test_support::scores_by_host(res->body, body());
 }
 
 double metric(const test_support::ExtenderProcess& p, const std::string& name) {

@@ -183,8 +183,7 @@ TEST_CASE("prioritize: the request log names the best three nodes, best first") 
   VerbSummary summary;
   const Reply reply = service.handle(Verb::kPrioritize, names_body("a", 1), summary);
   REQUIRE(reply.status == 200);
-  std::map<std::string, int64_t> scores;
-  for (const auto& host : nlohmann::json::parse(reply.body)) scores[host["Host"]] = host["Score"];
+  auto scores = test_support::scores_by_host(reply.body, names_body("a", 1));
   REQUIRE(scores["small"] > scores["large"]);  // the exact fit first
   CHECK(scores["unknown"] == 0);
   CHECK(summary.top_scores == "small=" + std::to_string(scores["small"]) + " large=" +
@@ -367,9 +366,7 @@ TEST_CASE("score memo: a node whose live GPU utilisation changed is scored again
         R"({"Pod":{"metadata":{"name":"p","namespace":"ml","uid":")" + uid +
             R"("},"spec":{"containers":[{"name":"c","resources":{"requests":{"nvidia.com/gpu":"1"}}}]}},"NodeNames":["n1","n2","n3"]})",
         summary);
-    std::map<std::string, int64_t> out;
-    for (const auto& host : nlohmann::json::parse(reply.body)) out[host["Host"]] = host["Score"];
-    return out;
+    return test_support::scores_by_host(reply.body, std::set<std::string>{"n1", "n2", "n3"});
   };
 
   set(90, 10, 50);
