@@ -9,38 +9,13 @@
 //   e.g. floor_extender 18888 https://127.0.0.1:6443 /etc/kubernetes/token /etc/kubernetes/pki/ca.crt
 #include <httplib.h>
 
-#include "common/file_text.h"
+#include "floor_wire.h"
 
-#include <cctype>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
-
-namespace {
-
-// The text of a JSON string member `"key":"value"` (names and UIDs hold no escapes), or "".
-std::string string_member(std::string_view body, std::string_view key) {
-  const std::string needle = "\"" + std::string(key) + "\":\"";
-  const size_t at = body.find(needle);
-  if (at == std::string_view::npos) return {};
-  const size_t start = at + needle.size();
-  const size_t end = body.find('"', start);
-  return end == std::string_view::npos ? std::string() : std::string(body.substr(start, end - start));
-}
-
-// The `[...]` of the NodeNames member, as sent (node names hold no ']').
-std::string_view node_names_array(std::string_view body) {
-  const size_t at = body.find("\"NodeNames\":");
-  if (at == std::string_view::npos) return "[]";
-  const size_t open = body.find('[', at);
-  const size_t close = body.find(']', open);
-  if (open == std::string_view::npos || close == std::string_view::npos) return "[]";
-  return body.substr(open, close - open + 1);
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 5) {
@@ -48,8 +23,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string api_url = argv[2];
-  std::string token = gpu_extender::read_file_text(argv[3]).value_or("");
-  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+  const std::string token = floor_wire::bearer_token(argv[3]);
   if (token.empty()) {
     std::cerr << "floor_extender: no token in " << argv[3] << "\n";
     return 2;
@@ -63,13 +37,10 @@ int main(int argc, char** argv) {
   server.set_tcp_nodelay(true);  // as the extender: without it small answers wait 40 ms for a delayed ACK
 
   server.Post("/filter", [](const httplib::Request& req, httplib::Response& res) {
-    std::string answer = "{\"NodeNames\":";
-    answer += node_names_array(req.body);
-    answer += ",\"FailedNodes\":{},\"FailedAndUnresolvableNodes\":{},\"Error\":\"\"}";
-    res.set_content(answer, "application/json");
+    res.set_content(floor_wire::pass_all_answer(req.body), "application/json");
   });
   server.Post("/prioritize", [](const httplib::Request& req, httplib::Response& res) {
-    const std::string_view names = node_names_array(req.body);
+    const std::string_view names = floor_wire::node_names_array(req.body);
     std::string answer = "[";
     for (size_t at = names.find('"'); at != std::string_view::npos;) {
       const size_t end = names.find('"', at + 1);
@@ -91,14 +62,10 @@ int main(int argc, char** argv) {
       api->set_bearer_token_auth(token.c_str());
       api->set_keep_alive(true);
     }
-    const std::string name = string_member(req.body, "PodName");
-    const std::string ns = string_member(req.body, "PodNamespace");
-    const std::string binding = "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"" + name +
-                                "\",\"namespace\":\"" + ns + "\",\"uid\":\"" + string_member(req.body, "PodUID") +
-                                "\"},\"target\":{\"kind\":\"Node\",\"name\":\"" + string_member(req.body, "Node") +
-                                "\"}}";
-    const auto answer = api->Post("/api/v1/namespaces/" + ns + "/pods/" + name + "/binding", binding, "application/json");
+    const floor_wire::PodBinding binding = floor_wire::pod_binding(req.body);
+    const auto answer = api->Post(binding.path, binding.body, "application/json");
     if (answer && answer->status == 201) {
+      floor_wire::note_bound();
       res.set_content("{\"Error\":\"\"}", "application/json");
     } else {
       res.set_content("{\"Error\":\"binding failed\"}", "application/json");
