@@ -126,7 +126,8 @@ api1=$(ticks "$apiserver_pid") etcd1=$(ticks "$etcd_pid") whole1=$(ticks "$exten
 wait "$loader"
 awk -v e=$((ext1 - ext0)) -v s=$((sched1 - sched0)) -v p="$pods" -v t=$((slices1 - slices0)) -v v=$((vol1 - vol0)) \
     -v i=$((invol1 - invol0)) -v f=$((faults1 - faults0)) -v a=$((accepted1 - accepted0)) -v n="$nodes" \
-    -v w="$(echo "$end - $start" | bc)" -v api=$((api1 - api0)) -v etcd=$((etcd1 - etcd0)) -v whole=$((whole1 - whole0)) -v hz="$(getconf CLK_TCK)" 'BEGIN {
+    -v t0="$start" -v t1="$end" -v api=$((api1 - api0)) -v etcd=$((etcd1 - etcd0)) -v whole=$((whole1 - whole0)) -v hz="$(getconf CLK_TCK)" 'BEGIN {
+  w = t1 - t0
   printf "%d nodes, %d pods bound in %.1f s: extender %.3f ms of CPU a placed pod, kube-scheduler %.2f ms (ratio %.3f)\n", n, p, w, e / p / 1e6, s / p / 1e6, e / s
   printf "  the extender put on a CPU %.2f times a pod (voluntary switches %.2f, involuntary %.2f), minor faults %.2f a pod; TCP connections accepted on the machine during the burst: %d\n", t / p, v / p, i / p, f / p, a
   printf "  kube-apiserver %.2f ms a pod, etcd %.2f ms; the extender %.2f ms (whole processes, clock ticks: coarser, but\n", api / hz / p * 1e3, etcd / hz / p * 1e3, whole / hz / p * 1e3
