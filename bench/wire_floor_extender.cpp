@@ -2,14 +2,16 @@
 // whatever its stack, because it is what the node-cache wire itself asks of a process: each pod's
 // /filter, /prioritize and /bind arrive as three HTTP requests (a wake-up, a read and a send each),
 // and the bind is a TLS round trip to the API server. Nothing else is done: a worker thread a
-// connection, in blocking recv/send (no poll, no parser library, one send an answer), /filter passes every node
-// it is sent, /prioritize answers [] (every node 0), /bind writes the Binding on a TLS connection the
-// worker keeps open and reads the answer. No watch, log, metrics, validation or deadlines: a
+// connection, in blocking recv/send (no poll, no parser library, one send an answer), /filter passes
+// every node it is sent, /prioritize answers [] (every node 0), /bind writes the Binding on a TLS
+// connection the worker keeps open and reads the answer. No watch, log, metrics, validation or deadlines: a
 // measuring stick for bench/control_plane_cpu.sh (FLOOR=wire), never a server to run. Where
 // floor_extender (cpp-httplib) prices the usual stack, this prices the message pattern alone: what a
 // real-plane figure cannot go below on the machine that measured it.
 //
 // Usage: wire_floor_extender PORT API_HOST API_PORT TOKEN_FILE CA_FILE
+#include "common/case_insensitive.h"
+#include "common/http_fields.h"
 #include "common/openssl_handles.h"
 #include "floor_wire.h"
 
@@ -17,7 +19,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -52,12 +53,18 @@ bool send_all(int fd, std::string_view bytes) {
   return true;
 }
 
-// The value of a Content-Length header in `head` (the lines before the blank one), or npos.
+// The value of a Content-Length field in `head` (the lines before the blank one), or npos, read with
+// the field helpers the extender's own HTTP layers use.
 size_t content_length(std::string_view head) {
-  for (size_t at = head.find("\r\n"); at != std::string_view::npos; at = head.find("\r\n", at + 2)) {
-    constexpr std::string_view kName = "content-length:";
-    if (head.size() - (at + 2) >= kName.size() && strncasecmp(head.data() + at + 2, kName.data(), kName.size()) == 0)
-      return std::strtoul(head.data() + at + 2 + kName.size(), nullptr, 10);
+  for (size_t at = head.find("\r\n"); at != std::string_view::npos;) {
+    const size_t start = at + 2;
+    at = head.find("\r\n", start);
+    const std::string_view line = head.substr(start, at == std::string_view::npos ? at : at - start);
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos || !gpu_extender::equals_ignore_case(line.substr(0, colon), "content-length"))
+      continue;
+    const auto length = gpu_extender::parse_content_length(gpu_extender::trim_blanks(line.substr(colon + 1)));
+    return length ? static_cast<size_t>(*length) : std::string_view::npos;
   }
   return std::string_view::npos;
 }
@@ -106,14 +113,17 @@ class ApiConnection {
     const int one = 1;
     if (fd_ < 0 || inet_pton(AF_INET, api_.host.c_str(), &address.sin_addr) != 1 ||
         setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0 ||
-        connect(fd_, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0)
-      return fail() != 0;
+        connect(fd_, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+      close_connection();
+      return false;
+    }
     ssl_.reset(SSL_new(api_.tls.get()));
     X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_.get()), api_.host.c_str());
     SSL_set_fd(ssl_.get(), fd_);
     if (SSL_connect(ssl_.get()) != 1) {
       ERR_print_errors_fp(stderr);
-      return fail() != 0;
+      close_connection();
+      return false;
     }
     return true;
   }
@@ -148,16 +158,16 @@ std::string route(std::string_view path, std::string_view body, ApiConnection& a
 // answer in one send; what is read past the request stays for the next one.
 void serve_connection(int fd, ApiConnection& api) {
   std::string buffer;
+  static thread_local char chunk[65536];
+  // Appends what one recv brings (no zero-filled room per read: a 5,000-node body takes several).
+  auto fill = [&] {
+    const ssize_t got = recv(fd, chunk, sizeof chunk, 0);
+    if (got > 0) buffer.append(chunk, static_cast<size_t>(got));
+    return got > 0;
+  };
   for (;;) {
     size_t head_end;
     size_t length = 0;
-    auto fill = [&] {
-      const size_t old = buffer.size();
-      buffer.resize(old + 65536);
-      const ssize_t got = recv(fd, buffer.data() + old, 65536, 0);
-      buffer.resize(old + static_cast<size_t>(got > 0 ? got : 0));
-      return got > 0;
-    };
     while ((head_end = buffer.find("\r\n\r\n")) == std::string::npos)
       if (!fill()) return (void)close(fd);
     length = content_length(std::string_view(buffer).substr(0, head_end));
