@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""The end-to-end suite on one real control plane: run_e2e.py --bin DIR --extender BINARY [--only NAME,...].
+
+Starts etcd, kube-apiserver and kube-controller-manager (ReplicaSet, Job, garbage collector) from DIR once, then,
+for each scenario of scenarios.py, the shipped RBAC, the real gpu-extender and kube-scheduler with the shipped
+configuration; after each, stops both and deletes what it made. Prints one line per scenario with its figures
+and a summary; exits 1 if any scenario failed (its assertion and the last lines of each log are printed).
+Work folders (logs, certificates, configurations) stay in --work for a failed run."""
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import deployment  # noqa: E402
+import objects  # noqa: E402
+import plane  # noqa: E402
+import scenarios  # noqa: E402
+
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+
+
+class Env:
+    """What a scenario works with: the API, the release's minor version, and deploy/reset."""
+
+    def __init__(self, control_plane, extender_binary):
+        self.plane = control_plane
+        self.api = control_plane.kube
+        self.extender_binary = extender_binary
+        self.minor = int(control_plane.version().split(".")[1])
+        self.extender = None
+        self.scheduler = None
+        self.namespaces = set()
+
+    def deploy(self, mode, extender_args=(), extra_rbac=()):
+        """The extender and the second scheduler, as shipped for `mode` (names, full, gpu-share)."""
+        kubeconfigs = deployment.install(self.plane, REPO, extra_rbac)
+        self.extender = deployment.Extender(self.plane, REPO, self.extender_binary, kubeconfigs["gpu-extender"],
+                                            extender_args)
+        self.scheduler = deployment.Scheduler(self.plane, REPO, mode, self.extender, kubeconfigs["gpu-scheduler"])
+        return self.extender
+
+    def reset(self):
+        if self.scheduler:
+            self.scheduler.stop()
+        if self.extender:
+            self.extender.stop()
+        self.scheduler = self.extender = None
+        namespaces = [n["metadata"]["name"] for n in self.api.get("/api/v1/namespaces")["items"]
+                      if n["metadata"]["name"] not in ("default", "kube-system", "kube-public", "kube-node-lease",
+                                                       deployment.NAMESPACE)]
+        objects.delete_all(self.api, namespaces)
+
+
+def describe(figures):
+    return ", ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in figures.items())
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin", required=True, help="folder of etcd, kube-apiserver, ... (controlplane/build.sh)")
+    parser.add_argument("--extender", default=os.path.join(REPO, "build", "gpu-extender"))
+    parser.add_argument("--work", default=None, help="where logs go (default: a new folder under /tmp)")
+    parser.add_argument("--only", default="", help="comma-separated scenario names")
+    args = parser.parse_args()
+    work = args.work or tempfile.mkdtemp(prefix="gpu-extender-e2e.")
+    chosen = [s for s in scenarios.SCENARIOS if not args.only or s.__name__ in args.only.split(",")]
+
+    started = time.monotonic()
+    control_plane = plane.ControlPlane(args.bin, work)
+    failures = []
+    try:
+        env = Env(control_plane, os.path.abspath(args.extender))
+        version = control_plane.version()
+        print(f"e2e {version}: control plane up in {time.monotonic() - started:.1f}s (work folder {work})", flush=True)
+        for scenario in chosen:
+            t0 = time.monotonic()
+            try:
+                figures = scenario(env)
+                print(f"e2e {version} PASS {scenario.__name__} ({time.monotonic() - t0:.1f}s): {describe(figures)}",
+                      flush=True)
+            except Exception as error:  # noqa: BLE001 - every failure is reported, then the next scenario runs
+                failures.append(scenario.__name__)
+                print(f"e2e {version} FAIL {scenario.__name__} ({time.monotonic() - t0:.1f}s): {error}", flush=True)
+                traceback.print_exc()
+                for process in control_plane.processes:
+                    if process.name in ("gpu-extender", "kube-scheduler"):
+                        print(f"--- last lines of {process.log_path}\n{process.tail(15)}")
+            finally:
+                env.reset()
+    finally:
+        control_plane.stop()
+    print(f"e2e {version}: {len(chosen) - len(failures)}/{len(chosen)} scenarios passed in "
+          f"{time.monotonic() - started:.0f}s" + (f"; failed: {', '.join(failures)}" if failures else ""), flush=True)
+    if not failures and not args.work:
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
