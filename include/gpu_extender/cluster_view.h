@@ -9,8 +9,10 @@
 #include <atomic>
 #include <cstdint>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -168,6 +170,18 @@ class ClusterView final : public UsageSource, public NodeSource {
   SharedGpuStats shared_gpu_stats() const;
   void touch();  // an event or bookmark arrived: the view is fresh as of now
 
+  // --- catching up with the scheduler ---
+  // Moves with every change of any node or of what is counted on it (watch events, binds, holds).
+  uint64_t change_count() const { return change_count_.load(); }
+  // What ends the watch's rest between two batches of events (ApiClient::hurry_watches): true when a
+  // watch was resting, so events may be waiting to be read.
+  void set_watch_hurry(std::function<bool()> hurry) { watch_hurry_ = std::move(hurry); }
+  // For a request about to refuse every node on usage: the scheduler's informer may have seen pods
+  // leave (the victims of its preemption) while this view's watch rests between batches. Hurries the
+  // watch and waits, until `deadline` at most, for change_count() to move from `seen`; true if it did.
+  // False at once when no watch was resting: nothing more is on its way.
+  bool catch_up(uint64_t seen, Clock::time_point deadline) const;
+
  private:
   struct PodEntry {
     std::string node;
@@ -195,7 +209,13 @@ class ClusterView final : public UsageSource, public NodeSource {
   };
   using NodeMap = std::unordered_map<std::string, NodeEntry, StringHash, std::equal_to<>>;
   NodeMap::iterator entry_for(const std::string& name);  // created (with a slot) when missing
-  void changed(const NodeEntry& entry) { slot_states_[entry.slot].version = ++version_clock_; }
+  void changed(const NodeEntry& entry) {
+    slot_states_[entry.slot].version = ++version_clock_;
+    // Sequentially consistent, as change_waiters_ is: a waiter either sees the new count or is woken.
+    change_count_.store(version_clock_);
+    if (change_waiters_.load() > 0) wake_change_waiters();
+  }
+  void wake_change_waiters() const;
   void add_usage(const std::string& node, const ResourceAmounts& amounts, bool add);
   void erase_if_unused(NodeMap::iterator it);
   void reindex_if_names_changed();  // at the end of every writer that may add or erase entries
@@ -233,6 +253,11 @@ class ClusterView final : public UsageSource, public NodeSource {
   std::vector<uint32_t> free_slots_;
   uint32_t next_slot_ = 0;
   std::atomic<int64_t> last_event_ns_{0};
+  std::atomic<uint64_t> change_count_{0};
+  mutable std::atomic<int> change_waiters_{0};
+  mutable std::mutex change_mutex_;  // only for change_cv_: writers take it only when someone waits
+  mutable std::condition_variable change_cv_;
+  std::function<bool()> watch_hurry_;
 };
 
 }  // namespace gpu_extender

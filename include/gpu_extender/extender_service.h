@@ -62,6 +62,9 @@ struct ServiceParts {
   std::vector<std::string> scheduler_names{"gpu-scheduler"};
   // How long /filter and /prioritize wait for the /bind of a pod scored before (see BindTracker).
   std::chrono::milliseconds bind_wait{50};
+  // How long a /filter about to refuse every node, some on usage, may wait for the watch's events on
+  // their way (ClusterView::catch_up), judging again on each; 0 never waits.
+  std::chrono::milliseconds view_catch_up{20};
   // Live GPU utilisation (--prometheus-url), for scorer gpuIdle and /explain; none without the flag.
   std::shared_ptr<const GpuUtilizationSource> utilization{};
   // The policy in force, shared with whoever replaces it (the policy watcher) or reads it too; made

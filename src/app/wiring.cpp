@@ -92,6 +92,7 @@ Wiring::Wiring(const CliOptions& options) : options_(options), policies_(std::ma
   parts.policies = policies_;
   parts.scheduler_names = options.scheduler_names;
   parts.bind_wait = std::chrono::milliseconds(options.bind_wait_ms);
+  parts.view_catch_up = std::chrono::milliseconds(options.view_catch_up_ms);
   const std::shared_ptr<const Policy> policy = policies_->current();
   kube_ = connect_usage(options, *policy, parts);
   if (!options.prometheus_url.empty()) {

@@ -292,7 +292,7 @@ ApiResponse ApiClient::watch(const std::string& path, const std::function<bool(s
       const auto now = std::chrono::steady_clock::now();
       const bool flowing = last_events && now - *last_events < batch;
       last_events = now;
-      if (flowing && !cancelled_) std::this_thread::sleep_for(batch);  // the next events gather meanwhile
+      if (flowing && !cancelled_) rest_between_batches(batch);  // the next events gather meanwhile
     }
     stopped = cancelled_;
     return !stopped;
@@ -309,9 +309,28 @@ ApiResponse ApiClient::watch(const std::string& path, const std::function<bool(s
 }
 
 void ApiClient::cancel() {
-  std::lock_guard<std::mutex> lock(watches_mutex_);
-  cancelled_ = true;
-  for (ApiConnection* connection : watches_) connection->interrupt();
+  {
+    std::lock_guard<std::mutex> lock(watches_mutex_);
+    cancelled_ = true;
+    for (ApiConnection* connection : watches_) connection->interrupt();
+  }
+  hurry_watches();
+}
+
+void ApiClient::rest_between_batches(std::chrono::milliseconds batch) const {
+  std::unique_lock<std::mutex> lock(rest_mutex_);
+  const uint64_t generation = hurry_generation_;
+  ++resting_watches_;
+  rest_cv_.wait_for(lock, batch, [&] { return hurry_generation_ != generation; });
+  --resting_watches_;
+}
+
+bool ApiClient::hurry_watches() const {
+  std::lock_guard<std::mutex> lock(rest_mutex_);
+  if (resting_watches_ == 0) return false;
+  ++hurry_generation_;
+  rest_cv_.notify_all();
+  return true;
 }
 
 }  // namespace gpu_extender::kube

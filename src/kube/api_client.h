@@ -65,6 +65,9 @@ class ApiClient {
                     std::chrono::milliseconds batch = std::chrono::milliseconds::zero()) const;
   // Ends every watch in progress (for shutdown).
   void cancel();
+  // Ends the rest of every watch waiting out its batch, so that the events that came meanwhile are
+  // read now; false when no watch was resting (what has come is read already, or nothing has).
+  bool hurry_watches() const;
 
   const ApiEndpoint& endpoint() const { return endpoint_; }
   // The bearer token now: the static one, or the token file's content, re-read when its modification
@@ -124,8 +127,15 @@ class ApiClient {
   mutable uint64_t ca_generation_ = 0;  // bumped when the CA changes
   mutable std::chrono::steady_clock::time_point ca_checked_at_{};
 
+  void rest_between_batches(std::chrono::milliseconds batch) const;
+
   mutable std::mutex watches_mutex_;
   mutable std::vector<ApiConnection*> watches_;
+  // Watches resting between two batches of events (watch's `batch`), and what ends their rest early.
+  mutable std::mutex rest_mutex_;
+  mutable std::condition_variable rest_cv_;
+  mutable int resting_watches_ = 0;
+  mutable uint64_t hurry_generation_ = 0;
   std::atomic<bool> cancelled_{false};
 };
 

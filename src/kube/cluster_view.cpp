@@ -392,4 +392,20 @@ ClusterView::Stats ClusterView::stats() const {
   return s;
 }
 
+bool ClusterView::catch_up(uint64_t seen, Clock::time_point deadline) const {
+  if (change_count() != seen) return true;
+  if (!watch_hurry_ || !watch_hurry_()) return false;
+  change_waiters_.fetch_add(1);
+  std::unique_lock lock(change_mutex_);
+  const bool moved = change_cv_.wait_until(lock, deadline, [&] { return change_count() != seen; });
+  change_waiters_.fetch_sub(1);
+  return moved;
+}
+
+void ClusterView::wake_change_waiters() const {
+  // Taken and released so that a waiter between its check and its wait is in the wait when notified.
+  { std::lock_guard lock(change_mutex_); }
+  change_cv_.notify_all();
+}
+
 }  // namespace gpu_extender

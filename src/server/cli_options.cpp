@@ -82,6 +82,9 @@ Flags:
   --bind-wait-ms N       /filter and /prioritize of a pod wait up to N ms for the /bind of the
                          pod scored just before it, so that bursts are scored on the placements
                          the scheduler has just made (default 50; 0: never wait)
+  --view-catch-up-ms N   a /filter about to refuse every node, some on usage, waits up to N ms
+                         for the watch to show a change (a victim's deletion the scheduler has
+                         already seen) and judges once more (default 20; 0: never wait)
   --prometheus-url URL   read live GPU utilisation for scorer gpuIdle from this Prometheus
                          (http(s)://host:port[/prefix]; the PromQL is the policy's
                          gpuUtilizationQuery, default the mean DCGM_FI_DEV_GPU_UTIL per node), with:
@@ -135,6 +138,7 @@ std::map<std::string, Setter> flags_with_value(CliOptions& o) {
       {"--threads", [&](const std::string& v) { return parse_number(v, o.threads, 1, 1024); }},
       {"--max-threads", [&](const std::string& v) { return parse_number(v, o.max_threads, 1, 4096); }},
       {"--bind-wait-ms", [&](const std::string& v) { return parse_number(v, o.bind_wait_ms, 0, 5000); }},
+      {"--view-catch-up-ms", [&](const std::string& v) { return parse_number(v, o.view_catch_up_ms, 0, 1000); }},
       {"--prometheus-url",
        [&](const std::string& v) {
          o.prometheus_url = v;

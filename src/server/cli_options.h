@@ -45,6 +45,7 @@ struct CliOptions {
   // How long /filter and /prioritize of the next pod wait for the /bind of a pod just scored (the
   // scheduler binds asynchronously); 0: never wait.
   int bind_wait_ms = 50;
+  int view_catch_up_ms = 20;
   // Live GPU utilisation from Prometheus (see gpu_utilization.h); empty url: none.
   std::string prometheus_url;
   std::string prometheus_token_file;

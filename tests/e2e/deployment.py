@@ -121,7 +121,7 @@ class Scheduler:
         gates = [f"--feature-gates={control_plane.feature_gates}"] if control_plane.feature_gates else []
         # --secure-port=0: no health endpoint to serve on loopback; leading is the sign it is up and has RBAC.
         self.process = control_plane.start("kube-scheduler", [
-            f"{control_plane.bin}/kube-scheduler", f"--config={self.config_path}", "--secure-port=0", "--v=2",
+            f"{control_plane.bin}/kube-scheduler", f"--config={self.config_path}", "--secure-port=0", f"--v={os.environ.get('E2E_SCHEDULER_V', '2')}",
             *gates])
         plane.wait_healthy(self.process, "kube-scheduler", lambda: self._leads(lease), 60)
 

@@ -72,6 +72,36 @@ void summarize(Workspace& ws, const ExtenderArgs& args, const std::vector<Encode
   }
 }
 
+// A pod that is not a group member, judged on its own (full mode or names mode).
+void judge_alone(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args) {
+  FilterScratch& scratch = ws.filter;
+  if (args.full_mode) {
+    gather_full_mode(ctx, ws, args);
+    ws.policy->filter(args.pod, ws.full.inputs, scratch.verdicts);
+    for (size_t i = 0; i < scratch.verdict_of.size(); ++i) scratch.verdict_of[i] = &scratch.verdicts[i];
+  } else {
+    judge_names(ctx, ws, args);
+  }
+}
+
+// No node passed and at least one was refused as resolvable (usage, a name the cache lacks): the
+// scheduler will try to preempt for the pod. Every node it sends has passed its own resource fit on
+// its cache, so a refusal on usage means this view disagrees with it, usually because the scheduler's
+// informer saw pods leave (victims of its last preemption) a few milliseconds before this watch did.
+// Refused then, the pod finds no victims to preempt and waits in the unschedulable queue for a cluster
+// event that may not come for minutes (kube-scheduler 1.33+ retries at once: SchedulerPopFromBackoffQ).
+// So the pod is judged again on each change the watch brings, while it rests between batches and until
+// --view-catch-up-ms has passed.
+bool worth_catching_up(const Workspace& ws, const ExtenderArgs& args) {
+  bool resolvable = false;
+  for (size_t i = 0; i < args.node_names.size(); ++i) {
+    const Fit fit = args.full_mode ? ws.filter.verdicts[i].fit : ws.filter.encoded[i].fit;
+    if (fit == Fit::kPass) return false;
+    resolvable = resolvable || fit == Fit::kResolvable;
+  }
+  return resolvable;
+}
+
 }  // namespace
 
 int filter(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
@@ -96,12 +126,15 @@ int filter(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
   const bool member = group == GroupJudgement::kJudged;
   if (member) {
     scratch.verdict_of = ws.group.verdict_of;
-  } else if (args.full_mode) {
-    gather_full_mode(ctx, ws, args);
-    ws.policy->filter(args.pod, ws.full.inputs, scratch.verdicts);
-    for (size_t i = 0; i < scratch.verdict_of.size(); ++i) scratch.verdict_of[i] = &scratch.verdicts[i];
   } else {
-    judge_names(ctx, ws, args);
+    const ClusterView* view = ctx.parts.cluster.get();
+    uint64_t seen = view ? view->change_count() : 0;
+    judge_alone(ctx, ws, args);
+    const auto deadline = ClusterView::Clock::now() + ctx.parts.view_catch_up;
+    while (view && worth_catching_up(ws, args) && view->catch_up(seen, deadline)) {
+      seen = view->change_count();
+      judge_alone(ctx, ws, args);
+    }
   }
   summarize(ws, args, !member && !args.full_mode ? &scratch.encoded : nullptr, summary);
   if (args.full_mode) {

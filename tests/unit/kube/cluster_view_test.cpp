@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <thread>
 
 #include "../test_support.h"
 #include "gpu_extender/cluster_view.h"
@@ -170,4 +171,40 @@ TEST_CASE("cluster view: shared GPU memory, free and fragmented for the pods pen
   s = v.shared_gpu_stats();
   CHECK(s.smallest_pending == 5);
   CHECK(s.fragmented == 4);  // GPU 0's 4 GiB fits no pending pod; GPU 1's 6 does
+}
+
+TEST_CASE("cluster view: catching up waits only while the watch rests, and ends with the change it brings") {
+  ClusterView v;
+  v.upsert_pod(bound("victim", "n1", 4));
+  const auto soon = [] { return ClusterView::Clock::now() + 2s; };
+
+  SECTION("a change since `seen` needs no wait") {
+    const uint64_t seen = v.change_count();
+    v.delete_pod("victim");
+    CHECK(v.catch_up(seen, soon()));
+  }
+  SECTION("no watch resting (or none known): nothing is on its way, so no wait") {
+    const uint64_t seen = v.change_count();
+    CHECK_FALSE(v.catch_up(seen, soon()));
+    v.set_watch_hurry([] { return false; });
+    const auto before = ClusterView::Clock::now();
+    CHECK_FALSE(v.catch_up(seen, soon()));
+    CHECK(ClusterView::Clock::now() - before < 1s);
+  }
+  SECTION("a resting watch is hurried, and the wait ends when its events reach the view") {
+    std::thread watch;
+    v.set_watch_hurry([&] {
+      watch = std::thread([&] { v.delete_pod("victim"); });  // the events it held back
+      return true;
+    });
+    const uint64_t seen = v.change_count();
+    CHECK(v.catch_up(seen, soon()));
+    watch.join();
+    CHECK(gpus_on(v, "n1") == 0);
+  }
+  SECTION("a hurried watch that brings nothing: the wait ends at the deadline") {
+    v.set_watch_hurry([] { return true; });
+    const uint64_t seen = v.change_count();
+    CHECK_FALSE(v.catch_up(seen, ClusterView::Clock::now() + 20ms));
+  }
 }
