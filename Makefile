@@ -4,7 +4,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 ARGS       ?=
 
-.PHONY: all deps build run test test-sanitize fuzz soak clean
+.PHONY: all deps build run test e2e test-sanitize fuzz soak clean
 
 all: build
 
@@ -19,15 +19,21 @@ build: deps
 run: build
 	./$(BUILD)/gpu-extender $(ARGS)
 
-# The whole test suite, through ctest.
+# The whole test suite, through ctest (the end-to-end suite has its own target: it needs Go).
 test: build
-	cd $(BUILD) && ctest --output-on-failure
+	cd $(BUILD) && ctest --output-on-failure -LE e2e
+
+# The end-to-end suite on real control planes of every supported release (tests/e2e/controlplane/versions),
+# built from Go modules the first time (8-15 minutes a release on 2 cores; cached after). Needs Go at
+# /usr/local/go/bin. `bash tests/e2e/run.sh 1.37.2` runs one release; ctest has them under label e2e.
+e2e: build
+	bash tests/e2e/run.sh
 
 # The same suite in an AddressSanitizer + UndefinedBehaviorSanitizer build.
 test-sanitize: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGPU_EXTENDER_SANITIZE=ON >/dev/null
 	@cmake --build $(ASAN_BUILD) -j$(JOBS)
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -LE e2e
 
 # libFuzzer targets (clang, ASan+UBSan), FUZZ_SECONDS each (default 20); findings become regressions.
 fuzz: deps

@@ -10,7 +10,7 @@ PACKAGES=(
   libspdlog-dev libfmt-dev
   prometheus-cpp-dev
   catch2
-  python3 curl openssl
+  python3 python3-yaml curl openssl
   prometheus
 )
 

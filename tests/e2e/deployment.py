@@ -44,10 +44,13 @@ def install(control_plane, repo, extra_rbac=()):
     return configs
 
 
-def loopback_scheduler_config(repo, mode, extender_port, kubeconfig):
-    """The shipped configuration of `mode`, pointed at the extender on loopback and given a kubeconfig."""
+def loopback_scheduler_config(repo, mode, extender_port, kubeconfig, client_connection=None):
+    """The shipped configuration of `mode`, pointed at the extender on loopback and given a kubeconfig;
+    `client_connection`, when given, replaces the shipped client settings (qps, burst)."""
     [config] = load_documents(repo, SCHEDULER_CONFIGS[mode])
     config = copy.deepcopy(config)
+    if client_connection is not None:
+        config["clientConnection"] = dict(client_connection)
     config.setdefault("clientConnection", {})["kubeconfig"] = kubeconfig
     for extender in config["extenders"]:
         assert extender["urlPrefix"].startswith("http://gpu-extender.gpu-extender.svc:"), extender["urlPrefix"]
@@ -62,6 +65,8 @@ class Extender:
         self.control_plane = control_plane
         self.args = [binary, "--policy", os.path.join(repo, "extender-config/policy.yaml"),
                      "--kubeconfig", kubeconfig, "--scheduler-name", SCHEDULER_NAME, "--log-level", "info",
+                     # No Service to drain from on loopback: a stopped extender goes at once.
+                     "--shutdown-drain-seconds", "0",
                      *extra_args]
         self.name = name
         self.port = None
@@ -110,9 +115,9 @@ class Extender:
 class Scheduler:
     """The real kube-scheduler with a shipped configuration, as the second scheduler's Deployment runs it."""
 
-    def __init__(self, control_plane, repo, mode, extender, kubeconfig):
+    def __init__(self, control_plane, repo, mode, extender, kubeconfig, client_connection=None):
         self.control_plane = control_plane
-        config = loopback_scheduler_config(repo, mode, extender.port, kubeconfig)
+        config = loopback_scheduler_config(repo, mode, extender.port, kubeconfig, client_connection)
         self.config_path = os.path.join(control_plane.work, f"scheduler-{mode}.yaml")
         with open(self.config_path, "w") as f:
             yaml.safe_dump(config, f)

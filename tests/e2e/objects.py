@@ -113,7 +113,7 @@ def unschedulable_message(api, namespace, name, timeout=60):
     return kube.wait_for(f"{namespace}/{name} marked Unschedulable", message, timeout)
 
 
-def delete_all(api, namespaces):
+def delete_all(api, namespaces, keep_nodes=False):
     """Removes what a scenario made: its controllers, pods (at once: no kubelet will confirm) and every node."""
     for namespace in namespaces:
         for kind in ("ReplicaSet", "Job"):
@@ -126,5 +126,6 @@ def delete_all(api, namespaces):
         with concurrent.futures.ThreadPoolExecutor(8) as pool:
             list(pool.map(lambda p: api.delete(f"/api/v1/namespaces/{namespace}/pods/{p['metadata']['name']}", 0),
                           pods))
-    for node in api.nodes():
-        api.delete(f"/api/v1/nodes/{node['metadata']['name']}")
+    if not keep_nodes:
+        for node in api.nodes():
+            api.delete(f"/api/v1/nodes/{node['metadata']['name']}")

@@ -37,15 +37,21 @@ class Env:
         self.scheduler = None
         self.namespaces = set()
 
-    def deploy(self, mode, extender_args=(), extra_rbac=()):
-        """The extender and the second scheduler, as shipped for `mode` (names, full, gpu-share)."""
+    def deploy(self, mode, extender_args=(), extra_rbac=(), client_connection=None):
+        """The extender and the second scheduler, as shipped for `mode` (names, full, gpu-share);
+        `client_connection` replaces the scheduler's client settings (all but its kubeconfig)."""
         kubeconfigs = deployment.install(self.plane, REPO, extra_rbac)
         self.extender = deployment.Extender(self.plane, REPO, self.extender_binary, kubeconfigs["gpu-extender"],
                                             extender_args)
-        self.scheduler = deployment.Scheduler(self.plane, REPO, mode, self.extender, kubeconfigs["gpu-scheduler"])
+        self.scheduler = deployment.Scheduler(self.plane, REPO, mode, self.extender, kubeconfigs["gpu-scheduler"],
+                                              client_connection)
         return self.extender
 
-    def reset(self):
+    def extender_log_size(self):
+        path = os.path.join(self.plane.work, "gpu-extender.log")
+        return os.path.getsize(path) if os.path.exists(path) else 0
+
+    def reset(self, keep_nodes=False):
         if self.scheduler:
             self.scheduler.stop()
         if self.extender:
@@ -54,7 +60,7 @@ class Env:
         namespaces = [n["metadata"]["name"] for n in self.api.get("/api/v1/namespaces")["items"]
                       if n["metadata"]["name"] not in ("default", "kube-system", "kube-public", "kube-node-lease",
                                                        deployment.NAMESPACE)]
-        objects.delete_all(self.api, namespaces)
+        objects.delete_all(self.api, namespaces, keep_nodes)
 
 
 def describe(figures):

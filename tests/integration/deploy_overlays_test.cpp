@@ -16,18 +16,24 @@
 using test_support::ExtenderProcess;
 using namespace deploy_support;
 
-TEST_CASE("deploy: the image is named in one place, manifests/kustomization.yaml, for the base and every overlay") {
+TEST_CASE("deploy: the images are named in one place, manifests/kustomization.yaml, for the base and every overlay") {
   const YAML::Node kustomization = YAML::LoadFile(test_support::source_path("manifests/kustomization.yaml"));
-  REQUIRE(kustomization["images"].size() == 1);
+  REQUIRE(kustomization["images"].size() == 2);  // the extender's, and the second scheduler's version
   const YAML::Node image = kustomization["images"][0];
+  REQUIRE(image["name"].as<std::string>() == "gpu-extender");
   const std::string expected = image["newName"].as<std::string>() + ":" + image["newTag"].as<std::string>();
   CHECK(expected.find('/') != std::string::npos);  // a registry path, never a bare name Docker Hub would resolve
+  const YAML::Node scheduler_image = kustomization["images"][1];
+  REQUIRE(scheduler_image["name"].as<std::string>() == "registry.k8s.io/kube-scheduler");
+  const std::string expected_scheduler = "registry.k8s.io/kube-scheduler:" + scheduler_image["newTag"].as<std::string>();
   for (const char* dir : {"manifests", "overlays/https", "overlays/gke", "overlays/dcgm-prometheus", "overlays/gpu-share", "overlays/deletion-costs"}) {
     INFO(dir);
     const auto docs = rendered_manifests(dir);
     const YAML::Node* extender = find(docs, "Deployment", "gpu-extender");
-    REQUIRE(extender);
+    const YAML::Node* scheduler = find(docs, "Deployment", "gpu-scheduler");
+    REQUIRE((extender && scheduler));
     CHECK(extender_container(*extender)["image"].as<std::string>() == expected);
+    CHECK((*scheduler)["spec"]["template"]["spec"]["containers"][0]["image"].as<std::string>() == expected_scheduler);
   }
 }
 

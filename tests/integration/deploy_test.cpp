@@ -17,6 +17,21 @@
 using test_support::ExtenderProcess;
 using namespace deploy_support;
 
+namespace {
+// The Kubernetes releases the e2e suite runs, oldest first ("1.34.4").
+std::vector<std::string> e2e_versions() {
+  std::ifstream in(test_support::source_path("tests/e2e/controlplane/versions"));
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] != '#') out.push_back(line);
+  return out;
+}
+int minor_of(const std::string& version) {  // "1.37.2" -> 37
+  const size_t dot = version.find('.');
+  return std::stoi(version.substr(dot + 1));
+}
+}  // namespace
+
 TEST_CASE("deploy: every object is well-formed, every container bounded and locked down") {
   const auto docs = rendered_manifests();
   REQUIRE(docs.size() >= 14);
@@ -131,7 +146,15 @@ TEST_CASE("deploy: the scheduler reaches the extender's Service, with verbs the 
   const YAML::Node scheduler_pod = (*scheduler)["spec"]["template"]["spec"];
   CHECK(scheduler_pod["volumes"][0]["configMap"]["name"].as<std::string>() ==
         (*config_map)["metadata"]["name"].as<std::string>());
-  CHECK(scheduler_pod["containers"][0]["image"].as<std::string>().rfind("registry.k8s.io/kube-scheduler:v1.29.", 0) == 0);
+  // The second scheduler is a release the e2e suite runs (tests/e2e/controlplane/versions, oldest to newest).
+  const std::string image = scheduler_pod["containers"][0]["image"].as<std::string>();
+  const std::string prefix = "registry.k8s.io/kube-scheduler:v";
+  REQUIRE(image.rfind(prefix, 0) == 0);
+  const std::vector<std::string> tested = e2e_versions();
+  REQUIRE(tested.size() >= 2);
+  INFO(image);
+  CHECK(minor_of(image.substr(prefix.size())) >= minor_of(tested.front()));
+  CHECK(minor_of(image.substr(prefix.size())) <= minor_of(tested.back()));
   const YAML::Node config = YAML::Load((*config_map)["data"]["config.yaml"].as<std::string>());
   CHECK(config["apiVersion"].as<std::string>() == "kubescheduler.config.k8s.io/v1");
   CHECK(config["profiles"][0]["schedulerName"].as<std::string>() == "gpu-scheduler");

@@ -4,8 +4,9 @@
 # Binaries go to $GPU_EXTENDER_K8S_CACHE/v<version>/bin (default ~/.cache/gpu-extender/controlplane), outside
 # the build tree: built once per machine and version; a second run with the same go.mod/go.sum only checks a
 # stamp. A cold build takes minutes (1.37: ~15 on 2 cores), so it says what it builds and, every minute, that
-# it still is. Prints the bin folder of each version on its last line ("bin <version> <path>").
+# it still is (on stderr). Prints the bin folder of each version on stdout ("bin <version> <path>").
 set -euo pipefail
+exec 3>&1 1>&2  # progress to stderr; the "bin" lines to the caller's stdout (fd 3)
 export PATH=/usr/local/go/bin:$PATH CGO_ENABLED=0
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${GPU_EXTENDER_K8S_CACHE:-$HOME/.cache/gpu-extender/controlplane}
@@ -49,4 +50,4 @@ build_one() {
 }
 
 for v in "${versions[@]}"; do build_one "$v"; done
-for v in "${versions[@]}"; do echo "bin $v $cache/v$v/bin"; done
+for v in "${versions[@]}"; do echo "bin $v $cache/v$v/bin" >&3; done
