@@ -62,6 +62,10 @@ struct PodRequest : PodFacts {
   std::string_view node_name;  // spec.nodeName: set for bound pods (usage snapshots, watches)
   std::string_view phase;      // status.phase
   std::string_view scheduler_name;  // spec.schedulerName ("" when absent: the API server's default applies)
+  // In one of Kubernetes' own pod groups (spec.schedulingGroup, 1.36+; spec.workloadRef, 1.35): with
+  // GenericWorkload on, kube-scheduler places it in a pod-group cycle, filtering every member against
+  // each candidate placement and binding none before one is chosen.
+  bool native_pod_group = false;
 
   // GPU sharing: the device a bound pod's shared memory is on (gpushare's ALIYUN_COM_GPU_MEM_IDX).
   // Its memory is then also counted in requests' slot shared_gpu_device_slot(device).

@@ -215,6 +215,12 @@ void decode_pod(od::object pod, const ViewSchema& schema, PodRequest& out, PodSc
             out.node_name = take_string(s.value(), "nodeName");
           } else if (equals_ignore_case(skey, "schedulerName")) {
             out.scheduler_name = take_string(s.value(), "schedulerName");
+          } else if (equals_ignore_case(skey, "schedulingGroup") || equals_ignore_case(skey, "workloadRef")) {
+            od::value group = take(s.value(), skey, "an object");
+            if (!take_null(group, skey)) {
+              take_object(group, skey);  // its fields do not matter here, its being there does
+              out.native_pod_group = true;
+            }
           }
         } catch (DecodeError& e) {
           throw e.within("spec");

@@ -7,6 +7,7 @@ configuration; after each, stops both and deletes what it made. Prints one line 
 and a summary; exits 1 if any scenario failed (its assertion and the last lines of each log are printed).
 Work folders (logs, certificates, configurations) stay in --work for a failed run."""
 import argparse
+import contextlib
 import os
 import shutil
 import sys
@@ -46,6 +47,19 @@ class Env:
         self.scheduler = deployment.Scheduler(self.plane, REPO, mode, self.extender, kubeconfigs["gpu-scheduler"],
                                               client_connection)
         return self.extender
+
+    @contextlib.contextmanager
+    def separate_plane(self, name, feature_gates, apiserver_flags=()):
+        """A second control plane of the same release with feature gates on (scheduler and API server), for
+        a scenario that needs them; stopped when the block ends."""
+        control_plane = plane.ControlPlane(self.plane.bin, os.path.join(self.plane.work, name),
+                                           apiserver_flags=apiserver_flags, feature_gates=feature_gates)
+        other = Env(control_plane, self.extender_binary)
+        try:
+            yield other
+        finally:
+            other.reset()
+            control_plane.stop()
 
     def extender_log_size(self):
         path = os.path.join(self.plane.work, "gpu-extender.log")

@@ -274,6 +274,44 @@ def preemption(env):
     return {"pods placed": 5, "victims": 2, "seconds": time.monotonic() - started}
 
 
+def pod_group_cycles(env):
+    """Kubernetes 1.36+ with GenericWorkload and TopologyAwareWorkloadScheduling on: a PodGroup (gang of 4, one
+    layer-3 block) is scheduled in pod-group cycles, each candidate placement (one block) tried with the filter
+    extenders, so /filter comes several times for one pod with a subset of the nodes, and nothing binds until a
+    placement is chosen. The extender judges each call on its own: the gang lands whole in the one block with
+    room, and no /filter waits for a member's /bind (it comes only once the whole group is placed)."""
+    if env.minor < 36:
+        return {"skipped": f"pod-group cycles need 1.36+, this is 1.{env.minor}"}
+    gates = "GenericWorkload=true,TopologyAwareWorkloadScheduling=true"
+    with env.separate_plane("pod-groups", gates, ["--runtime-config=scheduling.k8s.io/v1beta1=true"]) as gang_env:
+        ns = "gang"
+        ensure_namespace(gang_env.api, ns)
+        key = "topology.k8s.aws/network-node-layer-3"
+        for block, size in (("a", 2), ("b", 4), ("c", 3)):
+            for i in range(size):
+                gpu_node(gang_env.api, f"block-{block}-{i}", labels={key: f"nn-3{block}"})
+        extender = gang_env.deploy("names")
+        started = time.monotonic()
+        gang_env.api.post(f"/apis/scheduling.k8s.io/v1beta1/namespaces/{ns}/podgroups", {
+            "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "trainer"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 4}},
+                     "schedulingConstraints": {"topology": [{"key": key}]}}})
+        for i in range(4):
+            worker = pod(ns, f"worker-{i}", {GPU: "8"})
+            worker["spec"]["schedulingGroup"] = {"podGroupName": "trainer"}
+            gang_env.api.create(worker)
+        pods = wait_bound(gang_env.api, ns, 4, timeout=120)
+        blocks = {node_of(p).rsplit("-", 1)[0] for p in pods}
+        assert blocks == {"block-b"}, f"the gang landed in {blocks}"
+        filters = extender.metric("gpu_extender_requests_total", verb="filter")
+        timeouts = extender.metric("gpu_extender_bind_wait_timeouts_total")
+        waited = extender.metric("gpu_extender_bind_wait_seconds_total")
+        assert filters > 4, f"{filters} /filter calls for 4 pods: no pod-group cycle tried several placements"
+        assert timeouts == 0, f"{timeouts} /filter calls waited out --bind-wait-ms for a bind that could not come"
+        return {"pods placed": 4, "/filter calls": int(filters), "bind wait ms": 1000 * waited,
+                "seconds": time.monotonic() - started}
+
+
 def bind_times(extender, offset):
     """When the extender's /bind answered, for each bind in its request log from byte `offset` on (log
     timestamps, milliseconds; the log of a restarted extender goes on in the same file)."""
@@ -307,4 +345,4 @@ def throughput(env):
 
 
 SCENARIOS = [placement_names, placement_full, cpu_scoring, burst, extender_restart, gpu_sharing, deletion_costs,
-             groups, preemption, throughput]
+             groups, preemption, pod_group_cycles, throughput]

@@ -145,7 +145,9 @@ int filter(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
     ws.names.remember_answer(std::string_view(ws.answer).substr(names.begin, names.end - names.begin),
                              scratch.passing_slots);
   }
-  if (summary.nodes_out > 0) ctx.tracker.expect_bind(args.pod.uid);  // one node passing: no /prioritize comes
+  // One node passing: no /prioritize comes. A member of a native pod group binds only once the scheduler
+  // has filtered the whole group against each candidate placement: nobody should wait for it.
+  if (summary.nodes_out > 0 && !args.pod.native_pod_group) ctx.tracker.expect_bind(args.pod.uid);
   return 200;
 }
 

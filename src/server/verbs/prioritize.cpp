@@ -91,7 +91,7 @@ int prioritize(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
   encode_host_priorities(args.node_names, scratch.scores, ws.answer, args.names_verbatim);
   summary.nodes_out = args.node_names.size();
   summary.top_scores = describe_top_scores(args, scratch.scores);
-  if (!args.node_names.empty()) ctx.tracker.expect_bind(args.pod.uid);
+  if (!args.node_names.empty() && !args.pod.native_pod_group) ctx.tracker.expect_bind(args.pod.uid);  // see filter
   return 200;
 }
 

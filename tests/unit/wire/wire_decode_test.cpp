@@ -322,3 +322,18 @@ TEST_CASE("decode: keys and strings are read in place at every length, and escap
                           R"(\u0041"}})") == "(no error)");
   }
 }
+
+TEST_CASE("decode: a pod in one of Kubernetes' own pod groups is marked, whichever release's field names it") {
+  const auto decoded = [](const std::string& spec_extra) {
+    WireDecoder decoder;
+    const std::string body = R"({"Pod":{"metadata":{"name":"w","namespace":"ns"},"spec":{"containers":[{"name":"c"}])" +
+                             spec_extra + R"(}},"NodeNames":["n"]})";
+    return decoder.decode_extender_args(body, schema()).pod.native_pod_group;
+  };
+  CHECK_FALSE(decoded(""));
+  CHECK(decoded(R"(,"schedulingGroup":{"podGroupName":"trainer"})"));        // 1.36+
+  CHECK(decoded(R"(,"workloadRef":{"name":"job","podGroup":"workers"})"));    // 1.35
+  CHECK_FALSE(decoded(R"(,"schedulingGroup":null)"));
+  CHECK(decode_error_of(R"({"Pod":{"spec":{"schedulingGroup":"trainer"}},"NodeNames":["n"]})") ==
+        "Pod.spec.schedulingGroup: expected an object");
+}
