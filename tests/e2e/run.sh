@@ -23,7 +23,7 @@ for v in "${versions[@]}"; do
   log=$(mktemp)
   "$python" "$here/run_e2e.py" --bin "$bin" --extender "$extender" 2>&1 | tee "$log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-  summary+=("$(grep -E "^e2e v[0-9.]+: [0-9]+/[0-9]+ scenarios" "$log" || echo "e2e v$v: did not finish")")
+  summary+=("$(grep -E "^e2e v[^ ]+: [0-9]+/[0-9]+ scenarios" "$log" || echo "e2e v$v: did not finish")")
   rm -f "$log"
 done
 echo "=== end-to-end on real control planes"

@@ -94,6 +94,7 @@ def main():
     started = time.monotonic()
     control_plane = plane.ControlPlane(args.bin, work)
     failures = []
+    placed = 0
     try:
         env = Env(control_plane, os.path.abspath(args.extender))
         version = control_plane.version()
@@ -102,6 +103,7 @@ def main():
             t0 = time.monotonic()
             try:
                 figures = scenario(env)
+                placed += int(figures.get("pods placed", 0))
                 print(f"e2e {version} PASS {scenario.__name__} ({time.monotonic() - t0:.1f}s): {describe(figures)}",
                       flush=True)
             except Exception as error:  # noqa: BLE001 - every failure is reported, then the next scenario runs
@@ -116,7 +118,8 @@ def main():
     finally:
         control_plane.stop()
     print(f"e2e {version}: {len(chosen) - len(failures)}/{len(chosen)} scenarios passed in "
-          f"{time.monotonic() - started:.0f}s" + (f"; failed: {', '.join(failures)}" if failures else ""), flush=True)
+          f"{time.monotonic() - started:.0f}s, {placed} pods placed by the real kube-scheduler through the extender" +
+          (f"; failed: {', '.join(failures)}" if failures else ""), flush=True)
     if not failures and not args.work:
         shutil.rmtree(work, ignore_errors=True)
     return 1 if failures else 0
