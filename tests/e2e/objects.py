@@ -102,6 +102,14 @@ def wait_bound(api, namespace, count, timeout=120, selector=None):
     return kube.wait_for(f"{count} bound pods in {namespace}", enough, timeout)
 
 
+def wait_pod_bound(api, namespace, name, timeout=60):
+    """Waits until one pod is bound; returns it."""
+    def bound_pod():
+        p = api.pod(namespace, name)
+        return p if node_of(p) else None
+    return kube.wait_for(f"{namespace}/{name} bound", bound_pod, timeout)
+
+
 def unschedulable_message(api, namespace, name, timeout=60):
     """The PodScheduled=False message kube-scheduler wrote on a pod it could not place."""
     def message():

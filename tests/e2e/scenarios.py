@@ -8,13 +8,7 @@ import time
 
 import kube
 from objects import (AAA, BBB, GPU, bound, ensure_namespace, gpu_node, make_node, node_of, placement, pod, pod_spec,
-                     replica_set, unschedulable_message, usage_by_node, wait_bound)
-
-
-def _wait_pod_bound(env, namespace, name, timeout=60):
-    return kube.wait_for(f"{namespace}/{name} bound",
-                         lambda: env.api.pod(namespace, name) if node_of(env.api.pod(namespace, name)) else None,
-                         timeout)
+                     replica_set, unschedulable_message, usage_by_node, wait_bound, wait_pod_bound)
 
 
 def expect_pending(env, namespace, name, requests, annotations, reason_part):
@@ -53,7 +47,7 @@ def placement_rules(env, mode):
               ("aaa-3", {AAA: "1"}, {}, "aaa-idle")]
     for name, requests, annotations, node in expect:
         env.api.create(pod(ns, name, requests, annotations))
-        got = node_of(_wait_pod_bound(env, ns, name))
+        got = node_of(wait_pod_bound(env.api, ns, name))
         assert got == node, f"{mode}: {name} went to {got}, expected {node}"
     placed = len(expect)
     # a100 is full; a100-bbb has 8 free A100s but offers bbb: never used.
@@ -89,7 +83,7 @@ def full_mode_resource_scores(env, mode):
     env.deploy(mode)
     for i in range(6):
         env.api.create(pod(ns, f"small-{i}", {"cpu": "500m", GPU: "1"}))
-        _wait_pod_bound(env, ns, f"small-{i}")
+        wait_pod_bound(env.api, ns, f"small-{i}")
     where = placement([p for p in env.api.pods(ns) if p["metadata"]["name"].startswith("small-")])
     return {name: len(pods) for name, pods in where.items()}
 
@@ -163,7 +157,7 @@ def gpu_sharing(env):
     asks = [4, 8, 4, 12, 12, 6]
     for i, gib in enumerate(asks):
         env.api.create(pod(ns, f"infer-{i}", {"aliyun.com/gpu-mem": str(gib)}))
-        _wait_pod_bound(env, ns, f"infer-{i}")
+        wait_pod_bound(env.api, ns, f"infer-{i}")
     on_gpu = {}
     for p in env.api.pods(ns):
         index = p["metadata"]["annotations"].get("ALIYUN_COM_GPU_MEM_IDX")
@@ -263,9 +257,9 @@ def preemption(env):
     for i in range(4):
         env.api.create(pod(ns, f"low-{i}", {GPU: "1"}, {"gpu.nvidia.com/model": "A100"}, priority_class="e2e-low"))
     for i in range(4):
-        _wait_pod_bound(env, ns, f"low-{i}")
+        wait_pod_bound(env.api, ns, f"low-{i}")
     env.api.create(pod(ns, "high", {GPU: "2"}, {"gpu.nvidia.com/model": "A100"}, priority_class="e2e-high"))
-    node = node_of(_wait_pod_bound(env, ns, "high", timeout=int(__import__("os").environ.get("E2E_PREEMPT_WAIT", "90"))))
+    node = node_of(wait_pod_bound(env.api, ns, "high", timeout=90))
     assert node == "full-a", f"the preemptor landed on {node}"
     survivors = [p for p in env.api.pods(ns) if p["metadata"]["name"].startswith("low-")
                  and not p["metadata"].get("deletionTimestamp")]
