@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Pins a Kubernetes release's control plane as a Go module in ./v<version>/ (go.mod, go.sum, tools.go), to be
 # committed: build.sh then builds exactly those module versions. Needs the Go module proxy; run it once per new
-# release named in ./versions.
+# release named in ./versions. A release whose go.mod asks a newer Go than the machine's takes it from the
+# module proxy: GOTOOLCHAIN=go1.27.3 ./pin.sh 1.38.0-beta.0 (and the same variable for build.sh and run.sh).
 #
 # Why a module of our own: k8s.io/kubernetes maps every k8s.io/* staging module to ./staging in its go.mod, so
 # it cannot be required as it is. This module requires it and replaces each staging module by its published
