@@ -44,15 +44,18 @@ def install(control_plane, repo, extra_rbac=()):
     return configs
 
 
-def loopback_scheduler_config(repo, mode, extender_port, kubeconfig, client_connection=None):
+def loopback_scheduler_config(repo, mode, extender_port, kubeconfig, client_connection=None, with_extender=True):
     """The shipped configuration of `mode`, pointed at the extender on loopback and given a kubeconfig;
-    `client_connection`, when given, replaces the shipped client settings (qps, burst)."""
+    `client_connection`, when given, replaces the shipped client settings (qps, burst). Without the extender:
+    the same scheduler and profile with no `extenders` (a baseline for throughput)."""
     [config] = load_documents(repo, SCHEDULER_CONFIGS[mode])
     config = copy.deepcopy(config)
+    if not with_extender:
+        del config["extenders"]
     if client_connection is not None:
         config["clientConnection"] = dict(client_connection)
     config.setdefault("clientConnection", {})["kubeconfig"] = kubeconfig
-    for extender in config["extenders"]:
+    for extender in config.get("extenders", []):
         assert extender["urlPrefix"].startswith("http://gpu-extender.gpu-extender.svc:"), extender["urlPrefix"]
         extender["urlPrefix"] = f"http://127.0.0.1:{extender_port}"
     return config
@@ -115,9 +118,9 @@ class Extender:
 class Scheduler:
     """The real kube-scheduler with a shipped configuration, as the second scheduler's Deployment runs it."""
 
-    def __init__(self, control_plane, repo, mode, extender, kubeconfig, client_connection=None):
+    def __init__(self, control_plane, repo, mode, extender, kubeconfig, client_connection=None, with_extender=True):
         self.control_plane = control_plane
-        config = loopback_scheduler_config(repo, mode, extender.port, kubeconfig, client_connection)
+        config = loopback_scheduler_config(repo, mode, extender.port, kubeconfig, client_connection, with_extender)
         self.config_path = os.path.join(control_plane.work, f"scheduler-{mode}.yaml")
         with open(self.config_path, "w") as f:
             yaml.safe_dump(config, f)

@@ -38,14 +38,15 @@ class Env:
         self.scheduler = None
         self.namespaces = set()
 
-    def deploy(self, mode, extender_args=(), extra_rbac=(), client_connection=None):
+    def deploy(self, mode, extender_args=(), extra_rbac=(), client_connection=None, with_extender=True):
         """The extender and the second scheduler, as shipped for `mode` (names, full, gpu-share);
-        `client_connection` replaces the scheduler's client settings (all but its kubeconfig)."""
+        `client_connection` replaces the scheduler's client settings (all but its kubeconfig); without the
+        extender, the scheduler runs the same profile with no extenders (the extender still starts, idle)."""
         kubeconfigs = deployment.install(self.plane, REPO, extra_rbac)
         self.extender = deployment.Extender(self.plane, REPO, self.extender_binary, kubeconfigs["gpu-extender"],
                                             extender_args)
         self.scheduler = deployment.Scheduler(self.plane, REPO, mode, self.extender, kubeconfigs["gpu-scheduler"],
-                                              client_connection)
+                                              client_connection, with_extender)
         return self.extender
 
     @contextlib.contextmanager
@@ -61,8 +62,9 @@ class Env:
             other.reset()
             control_plane.stop()
 
-    def extender_log_size(self):
-        path = os.path.join(self.plane.work, "gpu-extender.log")
+    def log_size(self, process_name):
+        """How long a process's log is now (a restarted process's log goes on in the same file)."""
+        path = os.path.join(self.plane.work, f"{process_name}.log")
         return os.path.getsize(path) if os.path.exists(path) else 0
 
     def reset(self, keep_nodes=False):
