@@ -7,7 +7,8 @@
 set -uo pipefail
 export PATH=/usr/local/go/bin:$PATH
 here=$(cd "$(dirname "$0")" && pwd)
-extender=${EXTENDER:-$here/../../build/gpu-extender}
+repo=$(dirname "$(dirname "$here")")  # tests/e2e -> the repository
+extender=${EXTENDER:-$repo/build/gpu-extender}
 python=/usr/bin/python3  # Debian's, with python3-yaml (scripts/install-deps.sh)
 [ -x "$python" ] || python=python3
 [ -x "$extender" ] || { echo "run.sh: no extender binary at $extender (make build first)" >&2; exit 2; }
