@@ -82,9 +82,10 @@ Flags:
   --bind-wait-ms N       /filter and /prioritize of a pod wait up to N ms for the /bind of the
                          pod scored just before it, so that bursts are scored on the placements
                          the scheduler has just made (default 50; 0: never wait)
-  --view-catch-up-ms N   a /filter about to refuse every node, some on usage, waits up to N ms
-                         for the watch to show a change (a victim's deletion the scheduler has
-                         already seen) and judges once more (default 20; 0: never wait)
+  --view-catch-up-ms N   a /filter about to refuse every node, some on usage, hurries a watch
+                         resting between batches and judges again on each change it brings (a
+                         victim's deletion the scheduler has already seen), for at most N ms
+                         (default 20; 0: never wait)
   --prometheus-url URL   read live GPU utilisation for scorer gpuIdle from this Prometheus
                          (http(s)://host:port[/prefix]; the PromQL is the policy's
                          gpuUtilizationQuery, default the mean DCGM_FI_DEV_GPU_UTIL per node), with:
