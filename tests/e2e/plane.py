@@ -5,6 +5,7 @@ the end (its process group killed, so nothing outlives the suite)."""
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import time
 import urllib.request
@@ -160,7 +161,7 @@ class ControlPlane:
             f"--service-account-key-file={p('sa.pub')}", f"--service-account-signing-key-file={p('sa.key')}",
             "--service-cluster-ip-range=10.0.0.0/24", "--disable-admission-plugins=ServiceAccount",
             "--endpoint-reconciler-type=none", "--profiling=false", "--v=1", *gates, *apiserver_flags])
-        tls = __import__("ssl").create_default_context(cafile=self.ca_file)
+        tls = ssl.create_default_context(cafile=self.ca_file)
         wait_healthy(apiserver, "kube-apiserver",
                      lambda: http_ok(f"https://127.0.0.1:{self.api_port}/readyz", tls), 180)
         self.kube = kube.Kube(self.api_port, token, self.ca_file)

@@ -127,13 +127,17 @@ int filter(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
   if (member) {
     scratch.verdict_of = ws.group.verdict_of;
   } else {
-    const ClusterView* view = ctx.parts.cluster.get();
+    // With --view-catch-up-ms 0 there is no view to catch up with: the watch is never hurried either.
+    const ClusterView* view = ctx.parts.view_catch_up.count() > 0 ? ctx.parts.cluster.get() : nullptr;
     uint64_t seen = view ? view->change_count() : 0;
     judge_alone(ctx, ws, args);
-    const auto deadline = ClusterView::Clock::now() + ctx.parts.view_catch_up;
-    while (view && worth_catching_up(ws, args) && view->catch_up(seen, deadline)) {
-      seen = view->change_count();
-      judge_alone(ctx, ws, args);
+    if (view && worth_catching_up(ws, args)) {  // rare: the clock is read only then
+      const auto deadline = ClusterView::Clock::now() + ctx.parts.view_catch_up;
+      while (view->catch_up(seen, deadline)) {
+        seen = view->change_count();
+        judge_alone(ctx, ws, args);
+        if (!worth_catching_up(ws, args)) break;
+      }
     }
   }
   summarize(ws, args, !member && !args.full_mode ? &scratch.encoded : nullptr, summary);
