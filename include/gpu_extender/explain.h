@@ -43,6 +43,8 @@ struct GroupExplanation {
   GroupPlan plan;
   bool live = false;       // the group book's plan (held), not one made for this explanation
   size_t bound = 0;        // live: members bound
+  size_t passed = 0;       // live: members bound, binding or waiting at the gate
+  std::string stage;       // live: waiting, planned, gathering, binding (group_book.h)
   std::vector<std::pair<std::string, std::string>> slots;  // live: node, and the member that took it ("" open)
 };
 

@@ -45,7 +45,8 @@ struct GroupSpec {
   GroupConstraint constraint;
 };
 
-// The group pod `pod` belongs to, or nullopt when it is in none. A pod whose group annotations cannot
+// The group pod `pod` belongs to, or nullopt when it is in none (or in one of Kubernetes' own pod
+// groups, spec.schedulingGroup / spec.workloadRef: the scheduler places those whole itself). A pod whose group annotations cannot
 // be understood (no size, a size that is no positive number, a level the policy does not list) gets
 // `error` set, naming the annotation: it is refused on every node with that reason.
 std::optional<GroupSpec> group_spec_of(const PodRequest& pod, const ViewSchema& schema, std::string& error);

@@ -52,7 +52,8 @@ struct KubeOptions {
   std::chrono::milliseconds assume_ttl{30000};
   std::chrono::seconds watch_timeout{300};
   std::chrono::seconds stale_after{120};  // no event or bookmark for this long: log that the view is stale
-  std::chrono::milliseconds group_ttl{120000};  // room held for a group, after its last member was seen
+  std::chrono::milliseconds group_ttl{120000};  // room held for a group without progress
+  std::chrono::milliseconds group_gate{4000};   // a member's /bind waits this long for the rest (group_book.h)
 };
 
 class KubeConnection {

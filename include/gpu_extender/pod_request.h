@@ -62,6 +62,10 @@ struct PodRequest : PodFacts {
   std::string_view node_name;  // spec.nodeName: set for bound pods (usage snapshots, watches)
   std::string_view phase;      // status.phase
   std::string_view scheduler_name;  // spec.schedulerName ("" when absent: the API server's default applies)
+  // metadata.deletionTimestamp is set: the pod is on its way out (drained, evicted, deleted). It still
+  // holds its resources until it is gone, but no longer counts as a member of its group: the
+  // controller's replacement takes its place.
+  bool terminating = false;
   // In one of Kubernetes' own pod groups (spec.schedulingGroup, 1.36+; spec.workloadRef, 1.35): with
   // GenericWorkload on, kube-scheduler places it in a pod-group cycle, filtering every member against
   // each candidate placement and binding none before one is chosen.
@@ -98,6 +102,8 @@ struct PendingPod {
   static std::string group_key_of(const PodRequest& pod) {
     return pod.group.member() ? std::string(pod.ns) + "/" + std::string(*pod.group.name) : std::string();
   }
+  // The group a bound pod counts toward as a member: its group, unless it is terminating.
+  static std::string member_of(const PodRequest& pod) { return pod.terminating ? std::string() : group_key_of(pod); }
 };
 
 }  // namespace gpu_extender

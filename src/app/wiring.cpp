@@ -69,6 +69,7 @@ std::unique_ptr<KubeConnection> connect_usage(const CliOptions& options, const P
     KubeOptions kube_options;
     kube_options.assume_ttl = std::chrono::seconds(options.assume_ttl_seconds);
     kube_options.group_ttl = std::chrono::seconds(options.group_ttl_seconds);
+    kube_options.group_gate = std::chrono::milliseconds(options.group_gate_ms);
     auto kube = std::make_unique<KubeConnection>(std::move(*endpoint), policy.schema(), kube_options);
     parts.cluster = kube->view();
     parts.binder = kube->binder();

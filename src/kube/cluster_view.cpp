@@ -128,7 +128,7 @@ void ClusterView::upsert_pod(const PodRequest& pod) {
   erase_pod(pod.uid);
   if (!pod.node_name.empty() && !pod.terminated())
     add_pod(std::string(pod.uid),
-            PodEntry{std::string(pod.node_name), pod.requests, cost_details_of(pod), PendingPod::group_key_of(pod)});
+            PodEntry{std::string(pod.node_name), pod.requests, cost_details_of(pod), PendingPod::member_of(pod)});
   reindex_if_names_changed();
 }
 

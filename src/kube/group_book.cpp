@@ -1,3 +1,4 @@
+// A group's life: see group_book.h for its stages and transitions.
 #include "gpu_extender/group_book.h"
 
 #include <spdlog/spdlog.h>
@@ -5,45 +6,98 @@
 #include <algorithm>
 
 namespace gpu_extender {
+namespace {
+double seconds_between(GroupBook::Clock::time_point a, GroupBook::Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+}  // namespace
 
-GroupBook::GroupBook(std::shared_ptr<ClusterView> view, std::chrono::milliseconds ttl)
-    : view_(std::move(view)), ttl_(ttl) {}
+GroupBook::GroupBook(std::shared_ptr<ClusterView> view, std::chrono::milliseconds ttl, std::chrono::milliseconds gate)
+    : view_(std::move(view)), ttl_(ttl), gate_(gate) {}
+
+const char* GroupBook::stage_name(Stage stage) {
+  switch (stage) {
+    case Stage::kWaiting: return "waiting";
+    case Stage::kPlanned: return "planned";
+    case Stage::kGathering: return "gathering";
+    case Stage::kBinding: return "binding";
+  }
+  return "?";
+}
 
 void GroupBook::on_placed(std::function<void(double)> observer) {
   std::lock_guard lock(mutex_);
   on_placed_ = std::move(observer);
 }
 
-namespace {
-bool complete(const GroupSpec& spec, size_t bound) { return static_cast<int64_t>(bound) >= spec.size; }
-double seconds_between(GroupBook::Clock::time_point a, GroupBook::Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
+size_t GroupBook::count(const Group& group, Member::Step step) {
+  return static_cast<size_t>(
+      std::count_if(group.members.begin(), group.members.end(), [&](const auto& m) { return m.second.step == step; }));
 }
-}  // namespace
 
-void GroupBook::take_slot(Group& group, const std::string& uid, const std::string& node) {
-  group.bound[uid] = node;
+GroupBook::Stage GroupBook::stage_of(const Group& group) {
+  if (count(group, Member::Step::kBinding) > 0) return Stage::kBinding;
+  if (count(group, Member::Step::kAtGate) > 0) return Stage::kGathering;
+  const bool open = std::any_of(group.slots.begin(), group.slots.end(), [](const Slot& s) { return s.member.empty(); });
+  return open ? Stage::kPlanned : Stage::kWaiting;
+}
+
+GroupBook::Slot* GroupBook::take_slot(Group& group, const std::string& uid, const std::string& node) {
   auto open_on = [&](bool same_node) {
     for (size_t i = group.slots.size(); i-- > 0;)
       if (group.slots[i].member.empty() && (!same_node || group.slots[i].node == node)) return &group.slots[i];
     return static_cast<Slot*>(nullptr);
   };
   Slot* slot = open_on(true);
-  if (!slot) slot = open_on(false);  // bound off the plan: the last slot planned is not needed any more
-  if (!slot) return;
+  if (!slot) slot = open_on(false);  // placed off the plan: the last slot planned is not needed any more
+  if (!slot) return nullptr;
   view_->release_hold(slot->hold_key);
   slot->member = uid;
+  return slot;
 }
 
-void GroupBook::release_all(Group& group) {
+void GroupBook::hold_again(Group& group, const std::string& uid) {
   for (Slot& slot : group.slots)
+    if (slot.member == uid) {
+      view_->hold(slot.hold_key, slot.node, group.member.requests);
+      slot.member.clear();
+    }
+}
+
+void GroupBook::release_open(Group& group) {
+  for (const Slot& slot : group.slots)
     if (slot.member.empty()) view_->release_hold(slot.hold_key);
-  group.slots.clear();
+  group.slots.erase(std::remove_if(group.slots.begin(), group.slots.end(), [](const Slot& s) { return s.member.empty(); }),
+                    group.slots.end());
+}
+
+void GroupBook::forget(std::unordered_map<std::string, GroupPtr>::iterator it) {
+  release_open(*it->second);
+  it->second->gone = true;
+  groups_.erase(it);
+  gate_changed_.notify_all();
 }
 
 void GroupBook::reconcile(Group& group) {
-  for (const auto& [uid, node] : view_->group_members(group.spec.key))
-    if (!group.bound.count(uid)) take_slot(group, uid, node);
+  const auto watched = view_->group_members(group.spec.key);
+  for (const auto& [uid, node] : watched) {
+    auto [it, added] = group.members.try_emplace(uid, Member{node, Member::Step::kBound, true});
+    if (added) take_slot(group, uid, node);
+    else if (it->second.step == Member::Step::kBound) it->second.seen_in_watch = true;
+  }
+  // Bound members the watch showed and no longer shows (terminating, finished, deleted) leave; their
+  // place is for a replacement.
+  for (auto it = group.members.begin(); it != group.members.end();) {
+    const bool shown = std::any_of(watched.begin(), watched.end(), [&](const auto& w) { return w.first == it->first; });
+    if (it->second.seen_in_watch && !shown) {
+      const std::string& uid = it->first;  // its slot goes too: its node holds nothing for the group now
+      group.slots.erase(std::remove_if(group.slots.begin(), group.slots.end(), [&](const Slot& s) { return s.member == uid; }),
+                        group.slots.end());
+      it = group.members.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 GroupBook::Admission GroupBook::planned_admission(const Group& group) const {
@@ -64,37 +118,36 @@ GroupBook::Admission GroupBook::planned_admission(const Group& group) const {
   return a;
 }
 
-bool GroupBook::plan(Group& group, const Policy& policy, const Candidates& candidates, std::string& reason,
-                     std::string& reason_kind) {
+bool GroupBook::plan(Group& group, const Policy& policy, const Candidates& candidates, std::string& reason_kind) {
   const auto started = Clock::now();
-  // The bound members' nodes, so that the rest stay in their domain if they fit there.
-  std::vector<std::string_view> bound_names;
-  for (const auto& [uid, node] : group.bound) bound_names.push_back(node);
-  std::vector<std::shared_ptr<const CachedNode>> bound_nodes;
-  view_->find_nodes(bound_names, bound_nodes);
+  // Where the members that passed are, so that the rest join them (required: only there).
+  std::vector<std::string_view> passed_names;
+  for (const auto& [uid, m] : group.members) passed_names.push_back(m.node);
+  std::vector<std::shared_ptr<const CachedNode>> passed_nodes;
+  view_->find_nodes(passed_names, passed_nodes);
   GroupPlanRequest request;
   request.policy = &policy;
   request.spec = &group.spec;
   request.member = &group.member;
   request.nodes = candidates();
-  request.needed = group.spec.size - static_cast<int64_t>(group.bound.size());
-  for (const auto& node : bound_nodes)
+  request.needed = group.spec.size - static_cast<int64_t>(group.members.size());
+  for (const auto& node : passed_nodes)
     if (node) request.bound_nodes.push_back(&node->view());
   group.plan = plan_group(request);
   stats_.last_planning_seconds = seconds_between(started, Clock::now());
   if (!group.plan.planned) {
-    reason = group.plan.reason;
+    group.waiting = group.plan.reason;
     reason_kind = group.plan.level_label.empty() ? "no_room" : "no_domain";
     return false;
   }
-  group.slots.clear();
+  group.waiting.clear();
   for (const std::string& node : group.plan.slots) {
     Slot slot{node, group.spec.key + "#" + std::to_string(next_hold_++), ""};
     view_->hold(slot.hold_key, node, group.member.requests);
     group.slots.push_back(std::move(slot));
   }
   ++stats_.planned;
-  spdlog::info("group {}: planned {} member(s) in {} {} ({:.2f} ms)", group.spec.key, group.slots.size(),
+  spdlog::info("group {}: planned {} member(s) in {} {} ({:.2f} ms)", group.spec.key, group.plan.slots.size(),
                group.plan.level_label.empty() ? group.plan.spread_label : group.plan.level_label,
                group.plan.domains.empty() ? std::string() : group.plan.domains.front(),
                stats_.last_planning_seconds * 1e3);
@@ -102,7 +155,7 @@ bool GroupBook::plan(Group& group, const Policy& policy, const Candidates& candi
 }
 
 GroupBook::Admission GroupBook::admit(const PodRequest& pod, const GroupSpec& spec, const std::string& spec_error,
-                                      const Policy& policy, const Candidates& candidates) {
+                                      const Policy& policy, const Candidates& candidates, const AnySent& any_sent) {
   std::lock_guard lock(mutex_);
   Admission a;
   if (!spec_error.empty()) {
@@ -113,12 +166,14 @@ GroupBook::Admission GroupBook::admit(const PodRequest& pod, const GroupSpec& sp
   }
   const auto now = Clock::now();
   auto [it, added] = groups_.try_emplace(spec.key);
-  Group& group = it->second;
   if (added) {
-    group.spec = spec;
-    group.member = pod.facts();
-    group.first_seen = now;
-  } else if (!(group.member == pod.facts()) || group.spec.size != spec.size) {
+    it->second = std::make_shared<Group>();
+    it->second->spec = spec;
+    it->second->member = pod.facts();
+    it->second->first_seen = it->second->last_progress = now;
+  }
+  Group& group = *it->second;
+  if (!added && (!(group.member == pod.facts()) || group.spec.size != spec.size)) {
     ++stats_.waiting["invalid"];
     a.fit = Fit::kUnresolvable;
     a.reason = "pod " + std::string(pod.ns) + "/" + std::string(pod.name) + " asks other resources or another size than " +
@@ -126,72 +181,147 @@ GroupBook::Admission GroupBook::admit(const PodRequest& pod, const GroupSpec& sp
                " (its first member): the members of a group are alike";
     return a;
   }
-  group.last_seen = now;
   reconcile(group);
-  if (complete(group.spec, group.bound.size())) {
-    release_all(group);
-    groups_.erase(it);
-    a.kind = Admission::Kind::kBeyondSize;
+  if (auto self = group.members.find(std::string(pod.uid)); self != group.members.end()) {
+    a.kind = Admission::Kind::kPlanned;  // filtered again while its bind is on its way: where it went
+    a.open = {self->second.node};
+    a.plan = "group " + group.spec.key + ": this member has passed on " + self->second.node;
     return a;
   }
-  const bool open = std::any_of(group.slots.begin(), group.slots.end(), [](const Slot& s) { return s.member.empty(); });
+  if (static_cast<int64_t>(group.members.size()) >= group.spec.size) {
+    ++stats_.waiting["full"];
+    a.reason = describe_group(group.spec, group.member, group.spec.size, policy.schema()) + " has all " +
+               std::to_string(group.spec.size) +
+               " members placed or being bound; this pod waits until one of them is terminating or gone";
+    return a;
+  }
+  std::vector<std::string> open;
+  for (const Slot& slot : group.slots)
+    if (slot.member.empty()) open.push_back(slot.node);
+  std::sort(open.begin(), open.end());
+  open.erase(std::unique(open.begin(), open.end()), open.end());
+  if (!open.empty() && !any_sent(open)) {
+    // The scheduler refused every open slot's node for this member (or left it out of its sample):
+    // the plan no longer holds. The members still to place are planned again over what it sent.
+    ++stats_.moved;
+    spdlog::info("group {}: no planned node with room left ({}{}) was sent for {}/{}; planning its {} member(s) still "
+                 "to place again",
+                 group.spec.key, open.front(), open.size() > 1 ? ", ..." : "", pod.ns, pod.name,
+                 group.spec.size - static_cast<int64_t>(group.members.size()));
+    release_open(group);
+    open.clear();
+  }
   std::string kind;
-  if (!open && !plan(group, policy, candidates, a.reason, kind)) {
+  if (open.empty() && !plan(group, policy, candidates, kind)) {
     ++stats_.waiting[kind];
+    a.reason = group.waiting;
     return a;  // refused, resolvable: capacity may come
   }
   return planned_admission(group);
 }
 
-void GroupBook::bound(const PendingPod& pod, const std::string& node) {
+void GroupBook::reserve(const PendingPod& pod, const std::string& node) {
   if (pod.group.empty()) return;
   std::lock_guard lock(mutex_);
   auto it = groups_.find(pod.group);
-  if (it == groups_.end()) return;  // placed already, or expired: the pod counts as any bound pod
-  Group& group = it->second;
-  if (group.bound.count(pod.uid)) return;
+  if (it == groups_.end()) return;  // placed already, or expired: the pod binds as any pod
+  Group& group = *it->second;
+  auto [member, added] = group.members.try_emplace(pod.uid, Member{node, Member::Step::kAtGate, false});
+  if (!added) return;  // a retried /bind of a member that has passed
   take_slot(group, pod.uid, node);
-  group.last_seen = Clock::now();
-  if (!complete(group.spec, group.bound.size())) return;
-  ++stats_.placed;
-  const double seconds = seconds_between(group.first_seen, group.last_seen);
-  spdlog::info("group {}: all {} member(s) bound, {:.1f} s after the first was seen", group.spec.key, group.spec.size, seconds);
-  if (on_placed_) on_placed_(seconds);
-  release_all(group);
-  groups_.erase(it);
+  group.last_progress = Clock::now();
+  if (gate_.count() == 0) {  // --group-gate-ms 0: each member binds as it comes
+    member->second.step = Member::Step::kBinding;
+    return;
+  }
+  if (static_cast<int64_t>(group.members.size()) < group.spec.size) return;
+  for (auto& [uid, m] : group.members)
+    if (m.step == Member::Step::kAtGate) m.step = Member::Step::kBinding;
+  spdlog::info("group {}: all {} member(s) have passed the scheduler's filters; binding them", group.spec.key,
+               group.spec.size);
+  gate_changed_.notify_all();
 }
 
-void GroupBook::unbound(const PendingPod& pod) {
+GroupBook::Gate GroupBook::wait_at_gate(const PendingPod& pod) {
+  if (pod.group.empty()) return {};
+  std::unique_lock lock(mutex_);
+  auto it = groups_.find(pod.group);
+  if (it == groups_.end()) return {};  // placed already, or expired before it passed: binds as any pod
+  const GroupPtr group = it->second;   // kept while this member waits, even if the book forgets it
+  const auto deadline = Clock::now() + gate_;
+  const bool opened = gate_changed_.wait_until(lock, deadline, [&] {
+    auto m = group->members.find(pod.uid);
+    return group->gone || m == group->members.end() || m->second.step != Member::Step::kAtGate;
+  });
+  auto m = group->members.find(pod.uid);
+  if (opened && !group->gone && m != group->members.end() && m->second.step != Member::Step::kAtGate) return {};
+  const size_t passed = group->members.size();
+  if (m != group->members.end()) {  // its slot is open again: held while the group lives, else released
+    hold_again(*group, pod.uid);
+    group->members.erase(m);
+    if (group->gone) release_open(*group);
+  }
+  ++stats_.gate_timeouts;
+  Gate gate;
+  gate.ok = false;
+  gate.reason = "group " + group->spec.key + ": " + std::to_string(passed) + " of " + std::to_string(group->spec.size) +
+                " members passed the scheduler's filters on their planned nodes within " +
+                std::to_string(gate_.count()) +
+                " ms of this one; none of them is bound until all have (all or nothing), so this bind is refused and "
+                "the scheduler tries the pod again";
+  if (group->gone) gate.reason = "group " + group->spec.key + " gave its room back (no progress within the TTL) "
+                                 "while this member waited for the rest; the scheduler tries the pod again";
+  return gate;
+}
+
+void GroupBook::commit(const PendingPod& pod) {
   if (pod.group.empty()) return;
   std::lock_guard lock(mutex_);
   auto it = groups_.find(pod.group);
-  if (it == groups_.end()) return;  // placed (this was its last member) or expired: planned anew when it comes back
-  Group& group = it->second;
-  group.bound.erase(pod.uid);
-  for (Slot& slot : group.slots)
-    if (slot.member == pod.uid) {
-      view_->hold(slot.hold_key, slot.node, group.member.requests);
-      slot.member.clear();
-    }
+  if (it == groups_.end()) return;
+  Group& group = *it->second;
+  auto m = group.members.find(pod.uid);
+  if (m == group.members.end()) return;
+  m->second.step = Member::Step::kBound;
+  group.last_progress = Clock::now();
+  if (count(group, Member::Step::kBound) < static_cast<size_t>(group.spec.size)) return;
+  ++stats_.placed;
+  const double seconds = seconds_between(group.first_seen, group.last_progress);
+  spdlog::info("group {}: all {} member(s) bound, {:.1f} s after the first was seen", group.spec.key, group.spec.size, seconds);
+  if (on_placed_) on_placed_(seconds);
+  forget(it);
+}
+
+void GroupBook::roll_back(const PendingPod& pod) {
+  if (pod.group.empty()) return;
+  std::lock_guard lock(mutex_);
+  auto it = groups_.find(pod.group);
+  if (it == groups_.end()) return;
+  Group& group = *it->second;
+  if (!group.members.count(pod.uid)) return;
+  hold_again(group, pod.uid);
+  group.members.erase(pod.uid);
 }
 
 size_t GroupBook::expire(Clock::time_point now) {
   std::lock_guard lock(mutex_);
   size_t expired = 0;
   for (auto it = groups_.begin(); it != groups_.end();) {
-    Group& group = it->second;
-    if (now - group.last_seen <= ttl_) {
+    Group& group = *it->second;
+    if (now - group.last_progress <= ttl_ || stage_of(group) == Stage::kBinding) {
       ++it;
       continue;
     }
     const bool held = std::any_of(group.slots.begin(), group.slots.end(), [](const Slot& s) { return s.member.empty(); });
     if (held) {
       ++expired;
-      spdlog::info("group {}: no member seen for {:.0f} s; the room held for {} member(s) is given back", group.spec.key,
-                   seconds_between(group.last_seen, now), group.spec.size - static_cast<int64_t>(group.bound.size()));
+      spdlog::info("group {}: no member passed for {:.0f} s; the room held for {} member(s) is given back",
+                   group.spec.key, seconds_between(group.last_progress, now),
+                   group.spec.size - static_cast<int64_t>(group.members.size()));
     }
-    release_all(group);
-    it = groups_.erase(it);
+    auto next = std::next(it);
+    forget(it);
+    it = next;
   }
   stats_.expired += expired;
   return expired;
@@ -201,8 +331,15 @@ std::optional<GroupBook::Report> GroupBook::report(const std::string& key) const
   std::lock_guard lock(mutex_);
   auto it = groups_.find(key);
   if (it == groups_.end()) return std::nullopt;
-  const Group& group = it->second;
-  Report r{group.spec, group.plan, {}, group.bound.size(), seconds_between(group.first_seen, Clock::now())};
+  const Group& group = *it->second;
+  Report r;
+  r.spec = group.spec;
+  r.plan = group.plan;
+  r.stage = stage_of(group);
+  r.bound = count(group, Member::Step::kBound);
+  r.passed = group.members.size();
+  r.seconds_since_first = seconds_between(group.first_seen, Clock::now());
+  r.waiting = group.waiting;
   for (const Slot& slot : group.slots) r.slots.push_back({slot.node, slot.member});
   return r;
 }
@@ -213,8 +350,8 @@ GroupBook::Stats GroupBook::stats() const {
   s.groups = groups_.size();
   s.reserved_gpus_milli = 0;
   for (const auto& [key, group] : groups_)
-    for (const Slot& slot : group.slots)
-      if (slot.member.empty()) s.reserved_gpus_milli += group.member.gpus_milli();
+    for (const Slot& slot : group->slots)
+      if (slot.member.empty()) s.reserved_gpus_milli += group->member.gpus_milli();
   return s;
 }
 

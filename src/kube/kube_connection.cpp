@@ -15,7 +15,7 @@ KubeConnection::KubeConnection(ApiEndpoint endpoint, const ViewSchema& schema, K
     : api_(std::make_shared<kube::ApiClient>(std::move(endpoint))),
       view_(std::make_shared<ClusterView>(options.assume_ttl)),
       binder_(std::make_shared<kube::ApiBinder>(api_, schema)),
-      groups_(std::make_shared<GroupBook>(view_, options.group_ttl)),
+      groups_(std::make_shared<GroupBook>(view_, options.group_ttl, options.group_gate)),
       options_(options) {
   kube::ReflectorOptions reflector_options;
   reflector_options.watch_timeout = options.watch_timeout;

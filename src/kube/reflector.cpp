@@ -124,7 +124,7 @@ bool Reflector::list() {
           check_understood(pod);
           if (pod.node_name.empty() || pod.terminated() || pod.uid.empty()) return;
           pods.push_back({std::string(pod.uid), std::string(pod.node_name), pod.requests, view_->cost_details_of(pod),
-                          PendingPod::group_key_of(pod)});
+                          PendingPod::member_of(pod)});
         });
       } else {
         meta = decoder_.decode_node_list(res.body, schema_,

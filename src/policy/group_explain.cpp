@@ -46,7 +46,7 @@ std::string where(const GroupPlan& p) {
 }  // namespace
 
 std::string render_group_table(const GroupExplanation& g) {
-  std::string out = g.group + (g.live ? " (planned, room held)" : "") + "\n";
+  std::string out = g.group + (g.live ? " (" + g.stage + ", live)" : "") + "\n";
   if (!g.error.empty()) return out + "  not understood: " + g.error + "\n";
   out += "  constraint: " + g.constraint + "\n";
   if (!g.plan.planned) out += "  no plan: " + g.plan.reason + "\n";
@@ -55,7 +55,8 @@ std::string render_group_table(const GroupExplanation& g) {
     out += "  domain " + d.domain + ": room for " + std::to_string(d.room) + " member(s), " + std::to_string(d.free_gpus) +
            " GPUs free, " + std::to_string(d.used_gpus) + " used\n";
   if (g.live) {
-    out += "  members bound: " + std::to_string(g.bound) + "\n";
+    out += "  members bound: " + std::to_string(g.bound) + ", passed (bound, binding or at the gate): " +
+           std::to_string(g.passed) + "\n";
     for (const auto& [node, member] : g.slots) out += "  slot " + node + ": " + (member.empty() ? "held" : "taken by " + member) + "\n";
   } else {
     for (size_t i = 0; i < g.plan.slots.size(); ++i) out += "  member " + std::to_string(i) + " -> " + g.plan.slots[i] + "\n";
@@ -112,7 +113,9 @@ void append_group_json(std::string& out, const GroupExplanation& g) {
       out += ",\"member\":\"\"}";
     }
   }
-  out += "],\"bound\":" + std::to_string(g.bound) + "}";
+  out += "],\"bound\":" + std::to_string(g.bound) + ",\"passed\":" + std::to_string(g.passed) + ",\"stage\":";
+  append_json_string(out, g.stage);
+  out += "}";
 }
 
 }  // namespace gpu_extender

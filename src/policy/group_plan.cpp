@@ -176,20 +176,21 @@ std::string bound_domain(const std::vector<const NodeView*>& bound, size_t level
   return domain;
 }
 
-// One level: the best domain that holds the group (the bound members' one first), planned.
+// One level: the best domain that holds the group (the bound members' one first), planned. `required`:
+// members bound in one domain of the level keep the rest there, or nothing is planned (never split).
 bool plan_at_level(const GroupPlanRequest& r, std::span<const Candidate> candidates, size_t level,
-                   std::optional<size_t> preferred, int64_t gpus_per_member, GroupPlan& plan) {
+                   std::optional<size_t> preferred, int64_t gpus_per_member, bool required, GroupPlan& plan) {
   const Domains domains = domains_at(candidates, level, false);
   std::vector<DomainRoom> ordered = domains.list;  // domains.list stays in the order of_candidate indexes
   order_best_fit(ordered, r.needed, gpus_per_member);
   keep_considered(plan, ordered);
   plan.level_label = r.policy->schema().node_topology_labels[level];
-  if (ordered.empty() || ordered.front().room < r.needed) return false;
-  std::string chosen = ordered.front().domain;
-  if (const std::string stay = bound_domain(r.bound_nodes, level); !stay.empty()) {
-    auto it = std::find_if(ordered.begin(), ordered.end(), [&](const DomainRoom& d) { return d.domain == stay; });
-    if (it != ordered.end() && it->room >= r.needed) chosen = stay;
-  }
+  const std::string stay = bound_domain(r.bound_nodes, level);
+  auto stay_at = std::find_if(ordered.begin(), ordered.end(), [&](const DomainRoom& d) { return d.domain == stay; });
+  const bool stay_fits = !stay.empty() && stay_at != ordered.end() && stay_at->room >= r.needed;
+  if (required && !stay.empty() && !stay_fits) return false;
+  if (!stay_fits && (ordered.empty() || ordered.front().room < r.needed)) return false;
+  const std::string chosen = stay_fits ? stay : ordered.front().domain;
   plan.domains = {chosen};
   plan.slots = place_members(candidates, domains, plan.domains, r.needed, preferred);
   plan.planned = true;
@@ -249,7 +250,10 @@ std::string describe_domain_path(const NodeView& node, const ViewSchema& schema)
 
 std::optional<GroupSpec> group_spec_of(const PodRequest& pod, const ViewSchema& schema, std::string& error) {
   error.clear();
-  if (!pod.group.member()) return std::nullopt;
+  // A pod of Kubernetes' own pod groups (1.35+) is placed whole by the scheduler's gang scheduling, one
+  // pod-group cycle per candidate placement: a plan of ours would be fixed by the first placement it
+  // tries and held over the ones it rolls back. Its group annotations are left to that.
+  if (!pod.group.member() || pod.native_pod_group) return std::nullopt;
   GroupSpec spec;
   spec.key = std::string(pod.ns) + "/" + std::string(*pod.group.name);
   if (!pod.group.size) {
@@ -313,8 +317,17 @@ GroupPlan plan_group(const GroupPlanRequest& r) {
       }
   }
   if (r.spec->constraint.kind == GroupConstraint::Kind::kRequired) {
-    if (plan_at_level(r, candidates, *level, level, gpus_per_member, plan)) return plan;
+    if (plan_at_level(r, candidates, *level, level, gpus_per_member, true, plan)) return plan;
     const std::string& label = schema.node_topology_labels[*level];
+    if (const std::string stay = bound_domain(r.bound_nodes, *level); !stay.empty()) {
+      auto at = std::find_if(plan.considered.begin(), plan.considered.end(),
+                             [&](const DomainRoom& d) { return d.domain == stay; });
+      plan.reason = group + " needs one " + label + " domain, and its members placed so far are in " +
+                    last_segment(stay) + ", which has room for " +
+                    std::to_string(at == plan.considered.end() ? 0 : at->room) +
+                    " more: the rest wait there rather than split the group";
+      return plan;
+    }
     plan.reason = group + " needs one " + label + " domain; " +
                   (plan.considered.empty() ? "no node sent carries that label"
                                            : "the best, " + last_segment(plan.considered.front().domain) + ", has room for " +
@@ -324,7 +337,7 @@ GroupPlan plan_group(const GroupPlanRequest& r) {
   // Preferred (or the default): the level, then each level above that the candidates carry.
   if (level)
     for (size_t l = *level + 1; l-- > 0;)
-      if (carried(candidates, l) && plan_at_level(r, candidates, l, level, gpus_per_member, plan)) return plan;
+      if (carried(candidates, l) && plan_at_level(r, candidates, l, level, gpus_per_member, false, plan)) return plan;
   if (plan_spread(r, candidates, level, gpus_per_member, plan)) return plan;
   int64_t total = 0;
   for (const Candidate& c : candidates) total += c.room;

@@ -75,8 +75,11 @@ Flags:
                          otherwise: anyone on the path could read it; testing only)
   --assume-ttl-seconds N how long a pod bound by /bind counts on its node before the watch
                          confirms it (default 30)
-  --group-ttl-seconds N  how long the room planned for a pod group stays held after its last
-                         member was seen (default 120; README, "Distributed jobs")
+  --group-ttl-seconds N  how long the room planned for a pod group stays held while none of its
+                         members passes or binds (default 120; README, "Distributed jobs")
+  --group-gate-ms N      a group member's /bind waits up to N ms for every other member to pass
+                         the scheduler's filters, so that all of a group bind or none; keep it below
+                         the scheduler's httpTimeout (shipped: 5s) (default 4000; 0: no gate)
   --scheduler-name NAME  /bind binds only pods with this spec.schedulerName; comma-separated
                          list (default gpu-scheduler, the shipped scheduler's name)
   --bind-wait-ms N       /filter and /prioritize of a pod wait up to N ms for the /bind of the
@@ -172,6 +175,7 @@ std::map<std::string, Setter> flags_with_value(CliOptions& o) {
       {"--tls-client-ca-file", [&](const std::string& v) { o.tls_client_ca_file = v; return !v.empty(); }},
       {"--assume-ttl-seconds", [&](const std::string& v) { return parse_number(v, o.assume_ttl_seconds, 1, 3600); }},
       {"--group-ttl-seconds", [&](const std::string& v) { return parse_number(v, o.group_ttl_seconds, 1, 86400); }},
+      {"--group-gate-ms", [&](const std::string& v) { return parse_number(v, o.group_gate_ms, 0, 60000); }},
       {"--deletion-cost-qps", [&](const std::string& v) { return parse_number(v, o.deletion_cost_qps, 0.1, 1000.0); }},
       {"--leader-elect-lease-duration-seconds",
        [&](const std::string& v) { return parse_number(v, o.leader_elect_lease_duration_seconds, 1, 3600); }},

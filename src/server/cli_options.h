@@ -39,7 +39,8 @@ struct CliOptions {
   bool kube_insecure_skip_tls_verify = false;
   bool kube_allow_token_over_http = false;
   int assume_ttl_seconds = 30;
-  int group_ttl_seconds = 120;  // room held for a pod group after its last member was seen
+  int group_ttl_seconds = 120;  // room held for a pod group without progress
+  int group_gate_ms = 4000;     // a group member's /bind waits this long for the rest of its group
   // Pods whose /bind this extender serves: their spec.schedulerName must be one of these.
   std::vector<std::string> scheduler_names{"gpu-scheduler"};
   // How long /filter and /prioritize of the next pod wait for the /bind of a pod just scored (the

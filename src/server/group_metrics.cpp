@@ -8,7 +8,7 @@ using prometheus::MetricType;
 // From a few seconds (a job's pods created together) to past the default 2-minute TTL.
 const prometheus::Histogram::BucketBoundaries kPlacementBuckets = {0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600};
 // Refusals of a group's member, by why; each present from the start so that rate() sees zeros.
-constexpr const char* kWaitReasons[] = {"no_domain", "no_room", "invalid"};
+constexpr const char* kWaitReasons[] = {"no_domain", "no_room", "invalid", "full"};
 
 prometheus::ClientMetric sample(MetricType type, double value, std::vector<prometheus::ClientMetric::Label> labels = {}) {
   prometheus::ClientMetric m;
@@ -44,11 +44,20 @@ std::vector<prometheus::MetricFamily> GroupMetrics::collect() const {
   out.push_back(one("gpu_extender_groups_placed_total", "Pod groups whose every member is bound.", MetricType::Counter,
                     static_cast<double>(s.placed)));
   out.push_back(one("gpu_extender_groups_expired_total",
-                    "Pod groups whose held room was given back: no member seen for the group TTL.", MetricType::Counter,
+                    "Pod groups whose held room was given back: no progress for the group TTL.", MetricType::Counter,
                     static_cast<double>(s.expired)));
+  out.push_back(one("gpu_extender_groups_moved_total",
+                    "Group plans made again because a member's /filter no longer had any of its open planned nodes "
+                    "(the scheduler's own filters refused them, or its sample left them out).",
+                    MetricType::Counter, static_cast<double>(s.moved)));
+  out.push_back(one("gpu_extender_group_gate_timeouts_total",
+                    "Group members whose /bind was refused because the rest of the group did not pass within "
+                    "--group-gate-ms (nothing of the group bound).",
+                    MetricType::Counter, static_cast<double>(s.gate_timeouts)));
   prometheus::MetricFamily waits{"gpu_extender_group_waits_total",
                                  "Group members refused everywhere, by reason: no_domain (no domain of the required "
-                                 "level holds the group), no_room (the cluster does not), invalid (annotations).",
+                                 "level holds the group), no_room (the cluster does not), invalid (annotations), full (every "
+                                 "member place taken).",
                                  MetricType::Counter, {}};
   for (const char* reason : kWaitReasons) {
     auto it = s.waiting.find(reason);

@@ -134,6 +134,10 @@ void decode_pod_metadata(od::value metadata, const ViewSchema& schema, PodReques
       out.uid = take_string(f.value(), "uid");
     } else if (equals_ignore_case(key, "resourceVersion")) {
       out.resource_version = take_string(f.value(), "resourceVersion");
+    } else if (equals_ignore_case(key, "deletionTimestamp")) {
+      od::value stamp = take(f.value(), "deletionTimestamp", "a string");
+      if (!take_null(stamp, "deletionTimestamp"))
+        out.terminating = !take_string(std::move(stamp), "deletionTimestamp").empty();
     } else if (equals_ignore_case(key, "labels")) {
       std::array<std::optional<std::string_view>, ViewSchema::kMaxLabelsPerFact> values;
       if (!read_map(f.value(), "labels", keys.labels, values)) continue;

@@ -182,17 +182,21 @@ TEST_CASE("groups: 20 seeded runs at the scheduler's pace, every group whole in 
   }
 }
 
-TEST_CASE("groups: the room of a group whose members stop coming is held, then given back on the TTL") {
-  GroupCluster cluster({"--group-ttl-seconds", "3"});
+TEST_CASE("groups: members whose group never completes bind nothing, and its room is held, then given back on the TTL") {
+  GroupCluster cluster({"--group-ttl-seconds", "3", "--group-gate-ms", "300"});
   // A group of 4 x 8 GPUs of which only 2 members exist: the plan holds a whole block.
   std::vector<json> members{member("job-ttl", 0, 4, 8), member("job-ttl", 1, 4, 8)};
-  // Measured from before the members: the TTL counts from the last one seen, which comes after.
+  // Measured from before the members: the TTL counts from the last progress, which comes after.
   const auto start = std::chrono::steady_clock::now();
   std::vector<Placement> placed = cluster.schedule(members, true, 7);
-  REQUIRE(placed[0].node.size() > 0);
-  REQUIRE(placed[1].node.size() > 0);
-  CHECK(block_of(placed[0].node) == block_of(placed[1].node));
-  // 18 nodes are free, 2 of them held for the missing members: 16 plain 8-GPU pods fit, not 18.
+  // Both passed the filter and reached /bind; the other two never come, so neither is bound.
+  for (const Placement& p : placed) {
+    CHECK(p.node.empty());
+    CHECK(p.error.find("of 4 members passed the scheduler's filters") != std::string::npos);
+    CHECK(p.error.find("none of them is bound until all have") != std::string::npos);
+  }
+  CHECK(cluster.api.pod("burst", "job-ttl-0")["spec"].value("nodeName", "").empty());
+  // 20 nodes are free, 4 of them held for the group: 16 plain 8-GPU pods fit, not 18.
   std::vector<json> plain;
   for (int i = 0; i < 18; ++i) plain.push_back(test_support::pending_pod("whole-" + std::to_string(i), 8, 0));
   placed = cluster.schedule(plain, true, 8);
@@ -206,11 +210,11 @@ TEST_CASE("groups: the room of a group whose members stop coming is held, then g
   }
   if (elapsed < 3) {  // else the TTL may have passed already, on a machine this slow
     CHECK(bound == 16);
-    CHECK(reserved == 16);
+    CHECK(reserved == 32);
   } else {
     WARN("the first bursts took " << elapsed << " s, past the 3 s TTL: the held room was not checked");
   }
-  // The TTL passes: the two nodes come back, and the pods left over fit.
+  // The TTL passes: the four nodes come back, and the pods left over fit.
   REQUIRE(test_support::eventually(
       [&] { return test_support::value_of(test_support::scrape(cluster.extender->port()), "gpu_extender_groups_expired_total") == 1; },
       std::chrono::seconds(30)));

@@ -45,22 +45,28 @@ SchedulerDriver::SchedulerDriver(FakeApiServer& api, int extender_port, DriverOp
       rng_(options_.seed),
       connections_("127.0.0.1", extender_port, std::chrono::seconds(5)) {  // kube-scheduler's default httpTimeout
   load_cluster();
-  for (int i = 0; i < 8; ++i) {
-    bind_workers_.emplace_back([this] {
-      std::unique_lock<std::mutex> lock(mutex_);
-      while (true) {
-        bind_queue_changed_.wait(lock, [this] { return stopping_ || !bind_queue_.empty(); });
-        if (bind_queue_.empty()) return;
-        auto cycle = std::move(bind_queue_.front());
-        bind_queue_.pop_front();
-        lock.unlock();
-        cycle();
-        lock.lock();
-        --binds_in_flight_;
-        bind_queue_changed_.notify_all();
-      }
-    });
-  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (int i = 0; i < 8; ++i) add_bind_worker();
+}
+
+void SchedulerDriver::add_bind_worker() {
+  ++idle_bind_workers_;
+  bind_workers_.emplace_back([this] {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      bind_queue_changed_.wait(lock, [this] { return stopping_ || !bind_queue_.empty(); });
+      if (bind_queue_.empty()) return;
+      auto cycle = std::move(bind_queue_.front());
+      bind_queue_.pop_front();
+      --idle_bind_workers_;
+      lock.unlock();
+      cycle();
+      lock.lock();
+      ++idle_bind_workers_;
+      --binds_in_flight_;
+      bind_queue_changed_.notify_all();
+    }
+  });
 }
 
 SchedulerDriver::~SchedulerDriver() {
@@ -77,6 +83,9 @@ void SchedulerDriver::start_binding(std::function<void()> cycle) {
     std::lock_guard<std::mutex> lock(mutex_);
     bind_queue_.push_back(std::move(cycle));
     ++binds_in_flight_;
+    // Every binding cycle runs at once, as a goroutine does: a /bind that waits (a group member at its
+    // group's gate) must not hold up the binds behind it.
+    if (bind_queue_.size() > idle_bind_workers_) add_bind_worker();
   }
   bind_queue_changed_.notify_all();
 }

@@ -130,6 +130,8 @@ class SchedulerDriver {
   size_t binds_in_flight_ = 0;
   bool stopping_ = false;
   std::vector<std::thread> bind_workers_;
+  size_t idle_bind_workers_ = 0;
+  void add_bind_worker();  // under mutex_
   DriverTimings timings_;
 };
 

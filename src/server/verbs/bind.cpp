@@ -147,16 +147,27 @@ Status bind_pod(const VerbContext& ctx, const Policy& policy, const BindingArgs&
   if (shares_gpu) bound = assume_on_shared_gpu(ctx, policy, args, *pod, device, shared_gpu);
   else if (ctx.parts.cluster) ctx.parts.cluster->assume_pod(args.pod_uid, args.node, pod->requests);
   // A group member takes its slot as it is counted (the next member's /filter must not see both the
-  // pod and the room held for it); a failed bind gives the slot back.
-  if (bound.ok() && ctx.parts.groups) ctx.parts.groups->bound(*pod, args.node);
+  // pod and the room held for it).
+  if (bound.ok() && ctx.parts.groups) ctx.parts.groups->reserve(*pod, args.node);
+  // The next pod's /filter waits for this moment (the pod counted), not for the group's gate.
   ctx.tracker.bind_arrived(args.pod_uid);
+  // A member waits at its group's gate until every member has passed: all of a group bind, or none.
+  bool passed_gate = false;
+  if (bound.ok() && ctx.parts.groups) {
+    const GroupBook::Gate gate = ctx.parts.groups->wait_at_gate(*pod);
+    passed_gate = gate.ok;
+    if (!gate.ok) bound = Status::failed("cannot bind pod " + label_of(args) + " to " + args.node + ": " + gate.reason);
+  }
   if (bound.ok() && !device.empty()) bound = ctx.parts.binder->annotate(args.pod_namespace, args.pod_name, args.pod_uid, device);
   const bool annotated = bound.ok() && !device.empty();
   if (bound.ok()) bound = ctx.parts.binder->bind(args);
   summary.bind_result = bound.ok() ? BindResult::kBound : BindResult::kFailed;
-  if (!bound.ok() && ctx.parts.cluster) ctx.parts.cluster->release_assumed(args.pod_uid);
+  // The undo, in the reverse order: the group's slot held again, the device annotations withdrawn, the
+  // pod no longer counted on its node.
+  if (passed_gate && bound.ok()) ctx.parts.groups->commit(*pod);
+  if (passed_gate && !bound.ok()) ctx.parts.groups->roll_back(*pod);
   if (!bound.ok() && annotated) withdraw_shared_gpu(ctx, policy, args);
-  if (!bound.ok() && ctx.parts.groups) ctx.parts.groups->unbound(*pod);
+  if (!bound.ok() && ctx.parts.cluster) ctx.parts.cluster->release_assumed(args.pod_uid);
   if (shares_gpu && bound.ok()) {
     summary.shared_gpu_device = shared_gpu;
     summary.detail = "GPU " + std::to_string(shared_gpu) + " of " + args.node;

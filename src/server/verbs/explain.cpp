@@ -59,6 +59,8 @@ int explain(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
       e.group->plan = report->plan;
       e.group->live = true;
       e.group->bound = report->bound;
+      e.group->passed = report->passed;
+      e.group->stage = GroupBook::stage_name(report->stage);
       e.group->slots.clear();
       for (const auto& slot : report->slots) e.group->slots.emplace_back(slot.node, slot.member);
     }

@@ -11,8 +11,9 @@ namespace {
 
 constexpr std::string_view kGroupRule = "group";  // the rule named for refusals of the plan
 
-// The request's nodes that the extender knows, with their usage: the planning candidates. Names mode
-// has looked the names up already (judge_group_member).
+// The request's nodes that the extender knows, with their usage as of now: the planning candidates.
+// Called under the group book's lock, so names mode looks the names up again: the lookup before it
+// may predate another group's plan, and two groups planned on the same GPUs would both be stuck.
 std::span<const NodeInput> gather_candidates(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args) {
   GroupScratch& g = ws.group;
   g.candidates.clear();
@@ -20,6 +21,7 @@ std::span<const NodeInput> gather_candidates(const VerbContext& ctx, Workspace& 
     gather_full_mode(ctx, ws, args);
     g.candidates = ws.full.inputs;
   } else {
+    ws.names.lookup(*ctx.parts.cluster, args);
     for (const uint32_t slot : ws.names.slots())
       if (slot != NodeMemo::kNoSlot) g.candidates.push_back(ws.names.input(slot));
   }
@@ -67,11 +69,15 @@ GroupJudgement judge_group_member(const VerbContext& ctx, Workspace& ws, const E
   }
   if (!args.full_mode) ws.names.lookup(*ctx.parts.cluster, args);
   GroupScratch& g = ws.group;
+  // One pass over the names the scheduler sent, for the few open nodes of the plan.
+  auto any_sent = [&](std::span<const std::string> open) {
+    return std::any_of(args.node_names.begin(), args.node_names.end(),
+                       [&](std::string_view name) { return std::binary_search(open.begin(), open.end(), name); });
+  };
   g.admission = ctx.parts.groups->admit(args.pod, *spec, spec_error, *ws.policy,
-                                        [&] { return gather_candidates(ctx, ws, args); });
+                                        [&] { return gather_candidates(ctx, ws, args); }, any_sent);
   const size_t count = args.node_names.size();
   using Kind = GroupBook::Admission::Kind;
-  if (g.admission.kind == Kind::kBeyondSize) return GroupJudgement::kNotMember;
   if (g.admission.kind == Kind::kRefused) {
     refuse_all(ws, count, g.admission.fit, g.admission.reason);
   } else {

@@ -337,3 +337,17 @@ TEST_CASE("decode: a pod in one of Kubernetes' own pod groups is marked, whichev
   CHECK(decode_error_of(R"({"Pod":{"spec":{"schedulingGroup":"trainer"}},"NodeNames":["n"]})") ==
         "Pod.spec.schedulingGroup: expected an object");
 }
+
+TEST_CASE("decode: a pod with a deletionTimestamp is terminating (it leaves its group, its resources stay counted)") {
+  const auto decoded = [](const std::string& metadata_extra) {
+    WireDecoder decoder;
+    const std::string body = R"({"Pod":{"metadata":{"name":"w","namespace":"ns")" + metadata_extra +
+                             R"(},"spec":{"containers":[{"name":"c"}]}},"NodeNames":["n"]})";
+    return decoder.decode_extender_args(body, schema()).pod.terminating;
+  };
+  CHECK_FALSE(decoded(""));
+  CHECK_FALSE(decoded(R"(,"deletionTimestamp":null)"));
+  CHECK(decoded(R"(,"deletionTimestamp":"2026-12-03T17:00:00Z")"));
+  CHECK(decode_error_of(R"({"Pod":{"metadata":{"deletionTimestamp":5}},"NodeNames":["n"]})") ==
+        "Pod.metadata.deletionTimestamp: expected a string");
+}
