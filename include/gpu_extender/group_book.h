@@ -19,7 +19,9 @@
 //     filters refused them (CPU, memory, the members' own anti-affinity, a taint), or the node is gone,
 //     or its sample left them out. The open slots are dropped and the members still to place are
 //     planned again over what was sent; a group whose members passed in one domain stays in that domain
-//     when its constraint is required (or waits there), never split.
+//     when its constraint is required, never split. When that domain has no room and no member is
+//     bound yet, the members at the gate are sent back (their binds refused) and the whole group is
+//     planned anew; with members bound, the rest wait there.
 //   - gathering: nothing of a group is bound until every member has passed the scheduler's own filters
 //     on its node, as coscheduling's Permit does inside the scheduler. The extender sees a member pass
 //     when its /bind comes: that /bind waits at the group's gate (reserve()), its slot taken, for at most
@@ -45,6 +47,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -156,6 +159,7 @@ class GroupBook {
     Clock::time_point first_seen, last_progress;
     std::string waiting;  // why no plan, while none
     bool gone = false;    // expired or placed: a member still at its gate is refused
+    std::set<std::string> sent_back;  // members taken from the gate by a new plan: their binds are refused
   };
   using GroupPtr = std::shared_ptr<Group>;
   static Stage stage_of(const Group& group);
@@ -166,6 +170,8 @@ class GroupBook {
   void hold_again(Group& group, const std::string& uid);  // the member's slot, open again
   void release_open(Group& group);                        // every open slot's hold, and the slots
   void forget(std::unordered_map<std::string, GroupPtr>::iterator it);
+  // The plan moves whole: members waiting at the gate (none bound) give their places up.
+  void send_back_from_gate(Group& group);
   // A new plan for `group`'s members still to place, holding its room; false with the reason when none.
   bool plan(Group& group, const Policy& policy, const Candidates& candidates, std::string& reason_kind);
   Admission planned_admission(const Group& group) const;

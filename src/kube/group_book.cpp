@@ -210,6 +210,18 @@ GroupBook::Admission GroupBook::admit(const PodRequest& pod, const GroupSpec& sp
                  group.spec.size - static_cast<int64_t>(group.members.size()));
     release_open(group);
     open.clear();
+    std::string kind;
+    if (plan(group, policy, candidates, kind)) return planned_admission(group);
+    // No room beside the members that passed. While none of them is bound, the whole group can still
+    // move: the members at the gate are sent back (their binds refused, their retries planned anew)
+    // rather than the group waiting for good where it cannot complete.
+    if (count(group, Member::Step::kAtGate) > 0 && count(group, Member::Step::kBinding) == 0) {
+      send_back_from_gate(group);
+      if (plan(group, policy, candidates, kind)) return planned_admission(group);
+    }
+    ++stats_.waiting[kind];
+    a.reason = group.waiting;
+    return a;
   }
   std::string kind;
   if (open.empty() && !plan(group, policy, candidates, kind)) {
@@ -218,6 +230,23 @@ GroupBook::Admission GroupBook::admit(const PodRequest& pod, const GroupSpec& sp
     return a;  // refused, resolvable: capacity may come
   }
   return planned_admission(group);
+}
+
+void GroupBook::send_back_from_gate(Group& group) {
+  for (auto it = group.members.begin(); it != group.members.end();) {
+    if (it->second.step != Member::Step::kAtGate) {
+      ++it;
+      continue;
+    }
+    const std::string& uid = it->first;
+    group.slots.erase(std::remove_if(group.slots.begin(), group.slots.end(), [&](const Slot& s) { return s.member == uid; }),
+                      group.slots.end());
+    group.sent_back.insert(uid);
+    it = group.members.erase(it);
+  }
+  spdlog::info("group {}: no room beside the members at the gate; they are sent back and the group planned anew",
+               group.spec.key);
+  gate_changed_.notify_all();
 }
 
 void GroupBook::reserve(const PendingPod& pod, const std::string& node) {
@@ -255,6 +284,13 @@ GroupBook::Gate GroupBook::wait_at_gate(const PendingPod& pod) {
   });
   auto m = group->members.find(pod.uid);
   if (opened && !group->gone && m != group->members.end() && m->second.step != Member::Step::kAtGate) return {};
+  if (group->sent_back.erase(pod.uid) > 0) {
+    Gate gate;
+    gate.ok = false;
+    gate.reason = "group " + group->spec.key + " was planned anew elsewhere while this member waited at its gate (the "
+                  "scheduler refused the nodes the rest needed beside it); the scheduler tries the pod again";
+    return gate;
+  }
   const size_t passed = group->members.size();
   if (m != group->members.end()) {  // its slot is open again: held while the group lives, else released
     hold_again(*group, pod.uid);

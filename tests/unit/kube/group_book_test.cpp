@@ -214,7 +214,7 @@ TEST_CASE("group book: moved: planned nodes the scheduler no longer sends (its o
   CHECK(book.stats().placed == 1);
 }
 
-TEST_CASE("group book: waiting: under required, the rest of a group whose domain has no room wait there, never split") {
+TEST_CASE("group book: moved whole: no room beside the members at the gate, none bound: they are sent back and the group planned anew") {
   Cluster c(std::vector<int>{2, 4});
   GroupBook book(c.view, std::chrono::minutes(2), std::chrono::seconds(5));
   std::deque<Member> members;
@@ -225,16 +225,21 @@ TEST_CASE("group book: waiting: under required, the rest of a group whose domain
   // nn-a-1 became unusable for the second member (the scheduler refuses it); nn-b has room for both.
   c.sent = {"nn-b-0", "nn-b-1", "nn-b-2", "nn-b-3"};
   const GroupBook::Admission a = admit(book, c, members[1].pod);
-  CHECK(a.kind == Kind::kRefused);
-  CHECK(a.fit == Fit::kResolvable);
-  CHECK(a.reason ==
-        "group default/llama (1 of 2 pods x 8 nvidia.com/gpu) needs one topology.k8s.aws/network-node-layer-3 domain, and "
-        "its members placed so far are in nn-a, which has room for 0 more: the rest wait there rather than split the group");
-  CHECK(book.report("default/llama")->stage == Stage::kGathering);
-  CHECK(c.gpus_used_in('b') == 0);  // nothing held outside the domain
-  CHECK(c.gpus_used("nn-a-1") == 0);  // nor the slot the scheduler refused
-  CHECK(book.stats().waiting.at("no_domain") == 1);
-  first.get();
+  REQUIRE(a.kind == Kind::kPlanned);
+  CHECK(a.open == std::vector<std::string>{"nn-b-0", "nn-b-1"});
+  const GroupBook::Gate sent_back = first.get();
+  CHECK_FALSE(sent_back.ok);
+  CHECK(sent_back.reason.find("was planned anew elsewhere while this member waited at its gate") != std::string::npos);
+  CHECK(c.gpus_used_in('a') == 0);   // nothing held in nn-a, the first member no longer counted there
+  CHECK(c.gpus_used_in('b') == 16);  // the new plan
+  CHECK(book.stats().moved == 1);
+  // Both members then pass in nn-b, and bind.
+  c.sent.clear();
+  auto again = std::async(std::launch::async, [&] { return bind(book, c, members[0].pod, "nn-b-0"); });
+  until([&] { return book.report("default/llama")->passed == 1; });
+  CHECK(bind(book, c, members[1].pod, "nn-b-1").ok);
+  CHECK(again.get().ok);
+  CHECK(book.stats().placed == 1);
 }
 
 TEST_CASE("group book: no domain holds the group: refused with the reason, nothing held, and the same on retry") {
