@@ -51,6 +51,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "gpu_extender/cluster_view.h"
@@ -170,6 +171,7 @@ class GroupBook {
   void hold_again(Group& group, const std::string& uid);  // the member's slot, open again
   void release_open(Group& group);                        // every open slot's hold, and the slots
   void forget(std::unordered_map<std::string, GroupPtr>::iterator it);
+  std::pair<Group*, Member*> member_of(const PendingPod& pod);
   // The plan moves whole: members waiting at the gate (none bound) give their places up.
   void send_back_from_gate(Group& group);
   // A new plan for `group`'s members still to place, holding its room; false with the reason when none.

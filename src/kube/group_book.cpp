@@ -277,20 +277,23 @@ GroupBook::Gate GroupBook::wait_at_gate(const PendingPod& pod) {
   auto it = groups_.find(pod.group);
   if (it == groups_.end()) return {};  // placed already, or expired before it passed: binds as any pod
   const GroupPtr group = it->second;   // kept while this member waits, even if the book forgets it
-  const auto deadline = Clock::now() + gate_;
-  const bool opened = gate_changed_.wait_until(lock, deadline, [&] {
+  auto at_gate = [&] {
     auto m = group->members.find(pod.uid);
-    return group->gone || m == group->members.end() || m->second.step != Member::Step::kAtGate;
-  });
-  auto m = group->members.find(pod.uid);
-  if (opened && !group->gone && m != group->members.end() && m->second.step != Member::Step::kAtGate) return {};
+    return !group->gone && m != group->members.end() && m->second.step == Member::Step::kAtGate;
+  };
+  const bool member = group->members.count(pod.uid) > 0 || group->sent_back.count(pod.uid) > 0;
+  if (!member) return {};  // reserve() found no group to join (it was made just after): binds as any pod
+  gate_changed_.wait_until(lock, Clock::now() + gate_, [&] { return !at_gate(); });
+  Gate gate;
+  gate.ok = false;
   if (group->sent_back.erase(pod.uid) > 0) {
-    Gate gate;
-    gate.ok = false;
     gate.reason = "group " + group->spec.key + " was planned anew elsewhere while this member waited at its gate (the "
                   "scheduler refused the nodes the rest needed beside it); the scheduler tries the pod again";
     return gate;
   }
+  auto m = group->members.find(pod.uid);
+  if (!group->gone && m != group->members.end() && m->second.step != Member::Step::kAtGate) return {};  // opened
+  // The gate time passed (or the group expired): nothing of the group is bound, this member gives its place up.
   const size_t passed = group->members.size();
   if (m != group->members.end()) {  // its slot is open again: held while the group lives, else released
     hold_again(*group, pod.uid);
@@ -298,8 +301,6 @@ GroupBook::Gate GroupBook::wait_at_gate(const PendingPod& pod) {
     if (group->gone) release_open(*group);
   }
   ++stats_.gate_timeouts;
-  Gate gate;
-  gate.ok = false;
   gate.reason = "group " + group->spec.key + ": " + std::to_string(passed) + " of " + std::to_string(group->spec.size) +
                 " members passed the scheduler's filters on their planned nodes within " +
                 std::to_string(gate_.count()) +
@@ -310,33 +311,38 @@ GroupBook::Gate GroupBook::wait_at_gate(const PendingPod& pod) {
   return gate;
 }
 
+// The group `pod` is a member of, with its entry, while the book places it; {nullptr, nullptr} otherwise.
+std::pair<GroupBook::Group*, GroupBook::Member*> GroupBook::member_of(const PendingPod& pod) {
+  auto it = groups_.find(pod.group);
+  if (it == groups_.end()) return {nullptr, nullptr};
+  auto m = it->second->members.find(pod.uid);
+  if (m == it->second->members.end()) return {it->second.get(), nullptr};
+  return {it->second.get(), &m->second};
+}
+
 void GroupBook::commit(const PendingPod& pod) {
   if (pod.group.empty()) return;
   std::lock_guard lock(mutex_);
-  auto it = groups_.find(pod.group);
-  if (it == groups_.end()) return;
-  Group& group = *it->second;
-  auto m = group.members.find(pod.uid);
-  if (m == group.members.end()) return;
-  m->second.step = Member::Step::kBound;
-  group.last_progress = Clock::now();
-  if (count(group, Member::Step::kBound) < static_cast<size_t>(group.spec.size)) return;
+  auto [group, member] = member_of(pod);
+  if (!member) return;
+  member->step = Member::Step::kBound;
+  group->last_progress = Clock::now();
+  if (count(*group, Member::Step::kBound) < static_cast<size_t>(group->spec.size)) return;
   ++stats_.placed;
-  const double seconds = seconds_between(group.first_seen, group.last_progress);
-  spdlog::info("group {}: all {} member(s) bound, {:.1f} s after the first was seen", group.spec.key, group.spec.size, seconds);
+  const double seconds = seconds_between(group->first_seen, group->last_progress);
+  spdlog::info("group {}: all {} member(s) bound, {:.1f} s after the first was seen", group->spec.key, group->spec.size,
+               seconds);
   if (on_placed_) on_placed_(seconds);
-  forget(it);
+  forget(groups_.find(pod.group));
 }
 
 void GroupBook::roll_back(const PendingPod& pod) {
   if (pod.group.empty()) return;
   std::lock_guard lock(mutex_);
-  auto it = groups_.find(pod.group);
-  if (it == groups_.end()) return;
-  Group& group = *it->second;
-  if (!group.members.count(pod.uid)) return;
-  hold_again(group, pod.uid);
-  group.members.erase(pod.uid);
+  auto [group, member] = member_of(pod);
+  if (!member) return;
+  hold_again(*group, pod.uid);
+  group->members.erase(pod.uid);
 }
 
 size_t GroupBook::expire(Clock::time_point now) {

@@ -390,3 +390,14 @@ TEST_CASE("group book: a pod in one of Kubernetes' own pod groups is left to the
   CHECK_FALSE(group_spec_of(m.pod, test_support::default_policy()->schema(), error));
   CHECK(error.empty());
 }
+
+TEST_CASE("group book: a /bind that found no group to join binds at once, even if the group is made before it waits") {
+  Cluster c(1, 2);
+  GroupBook book(c.view, std::chrono::minutes(2), std::chrono::seconds(5));
+  Member late(0, 8, "2"), other(1, 8, "2");
+  const PendingPod p = PendingPod::of(late.pod);
+  book.reserve(p, "nn-a-0");  // no group in the book (placed and forgotten, say)
+  REQUIRE(admit(book, c, other.pod).kind == Kind::kPlanned);  // the same name planned anew meanwhile
+  CHECK(book.wait_at_gate(p).ok);
+  CHECK(book.stats().gate_timeouts == 0);  // it did not wait the gate out
+}
