@@ -274,7 +274,11 @@ def groups_cpu_refused(env):
         if 0 < count < 4:
             seen_partial.append(count)
         return pods if count == 4 else None
-    pods = kube.wait_for("bert's 4 workers bound", all_bound, timeout=120, interval=0.1)
+    try:
+        pods = kube.wait_for("bert's 4 workers bound", all_bound, timeout=120, interval=0.1)
+    except AssertionError:
+        raise AssertionError(f"bert is not placed whole after 120 s: {seen_partial[-1] if seen_partial else 0} of 4 "
+                             "workers bound (the rest Pending)") from None
     seconds = time.monotonic() - started
     nodes = sorted(node_of(p) for p in pods)
     assert {block_of(p) for p in pods} == {"block-a"}, f"bert's workers landed on {nodes}"
