@@ -14,11 +14,11 @@
 
 namespace gpu_extender {
 
-// Named resources (see ViewSchema): the GPU, packed and two GPU-sharing resources, up to 6 excluded
-// ones and up to 6 MIG profiles.
+// Named resources (see ViewSchema): the GPU, packed and two GPU-sharing resources, cpu and memory, up to
+// 6 excluded ones and up to 6 MIG profiles.
 inline constexpr size_t kMaxExcludedResources = 6;
 inline constexpr size_t kMaxMigProfiles = 6;
-inline constexpr size_t kMaxNamedResources = 4 + kMaxExcludedResources + kMaxMigProfiles;
+inline constexpr size_t kMaxNamedResources = 6 + kMaxExcludedResources + kMaxMigProfiles;
 // GPU sharing by memory (gpushare): what the pods on a node hold of each of its devices is counted in
 // slots after the named ones, one per device, so usage, assumed pods and snapshots carry it as they
 // carry any amount. Devices past the last slot are not used for sharing.
@@ -29,7 +29,8 @@ constexpr size_t shared_gpu_device_slot(size_t device) { return kMaxNamedResourc
 inline constexpr size_t kMaxTopologyLevels = 16;
 
 // Names of the resources a policy tracks. Position 0 is the GPU resource, 1 the packed resource, 2 and
-// 3 the shared GPU memory and count, then the excluded resources, then the MIG profiles (ViewSchema).
+// 3 the shared GPU memory and count, 4 and 5 cpu and memory, then the excluded resources, then the MIG
+// profiles (ViewSchema).
 class ResourceTable {
  public:
   ResourceTable() = default;

@@ -17,16 +17,21 @@ struct ViewSchema {
   // devices together, in the plugin's unit) and its device count; pods request the memory.
   static constexpr size_t kSharedGpuMemory = 2;
   static constexpr size_t kSharedGpuCount = 3;
-  static constexpr size_t kFirstExcludedResource = 4;
+  // CPU and memory, as kube-scheduler's NodeResourcesFit counts them (requests against allocatable): no
+  // rule of the policy reads them, but a pod group's plan does, so that it never stacks members on a node
+  // whose CPU or memory the scheduler would then refuse them for (group_plan.h).
+  static constexpr size_t kCpu = 4;
+  static constexpr size_t kMemory = 5;
+  static constexpr size_t kFirstExcludedResource = 6;
 
-  ResourceTable resources;  // [gpu, packed, shared memory, shared count, excluded..., mig...]
+  ResourceTable resources;  // [gpu, packed, shared memory, shared count, cpu, memory, excluded..., mig...]
   // MIG in the mixed strategy: each profile is a resource of its own (nvidia.com/mig-1g.5gb), listed
   // in the policy like kube-scheduler's managedResources. They follow the excluded resources in the
   // table. GPU Feature Discovery labels each profile's slices <resource>.count and the memory of one
   // slice <resource>.memory (MiB); those label names are kept here, by profile.
   std::vector<std::string> mig_count_labels, mig_memory_labels;  // by profile
 
-  // Sets the table from the named roles [gpu, packed, shared memory, shared count], the excluded and
+  // Sets the table from the named roles [gpu, packed, shared memory, shared count, cpu, memory], the excluded and
   // the MIG resources, and the MIG label names.
   void set_resources(std::vector<std::string> roles, const std::vector<std::string>& excluded,
                      const std::vector<std::string>& mig) {

@@ -98,7 +98,7 @@ class Reader {
 
 // Section resources: the tracked resources' names, kept in the schema's table.
 void apply_resources(const YAML::Node& root, const Reader& in, ViewSchema& schema) {
-  std::vector<std::string> names;  // the named roles: gpu, packed, shared memory, shared count
+  std::vector<std::string> names;  // the named roles: gpu, packed, shared memory, shared count, cpu, memory
   for (size_t i = 0; i < ViewSchema::kFirstExcludedResource; ++i) names.push_back(schema.resources.name(i));
   std::vector<std::string> excluded, mig;
   for (size_t i = ViewSchema::kFirstExcludedResource; i < schema.first_mig_resource(); ++i)
@@ -236,8 +236,8 @@ void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
 // The settings before any file is read: the names the code knows; the default file sets the rest.
 PolicyConfig base_config(std::string source) {
   PolicyConfig config;
-  config.schema.set_resources({"nvidia.com/gpu", "custom.resource/aaa", "aliyun.com/gpu-mem", "aliyun.com/gpu-count"},
-                              {}, {});
+  config.schema.set_resources(
+      {"nvidia.com/gpu", "custom.resource/aaa", "aliyun.com/gpu-mem", "aliyun.com/gpu-count", "cpu", "memory"}, {}, {});
   config.source = std::move(source);
   return config;
 }

@@ -254,41 +254,55 @@ def groups(env):
     return {"pods placed": 4, "seconds": seconds}
 
 
-def groups_cpu_refused(env):
-    """4 workers x 4 GPUs x 12 CPUs, required in one layer-3 block, on 16-CPU 8-GPU nodes. By GPUs the plan stacks
-    two workers a node, and the 2-node block b is the best fit; the scheduler's own NodeResourcesFit refuses the
-    second worker on each node. The plan moves (the workers at the gate sent back, the group planned anew) and the
-    job lands whole in block a, one worker a node; no worker is bound while the group is incomplete."""
-    ns = "groups-cpu"
+def groups_refused_nodes(env):
+    """Groups whose plan the scheduler's own filters would refuse. "bert": 4 workers x 4 GPUs x 12 CPUs, required in
+    one layer-3 block, on 16-CPU 8-GPU nodes: by GPUs two fit a node, and the 2-node block b would hold the job;
+    the plan counts CPU as NodeResourcesFit does, so it lands whole in block a, one worker a node. "gpt": 2
+    workers x 2 GPUs with required hostname anti-affinity between them, which the extender does not read: the plan
+    stacks both on one node, kube-scheduler's InterPodAntiAffinity refuses the second there, the plan moves, and
+    the job lands whole in one block on two nodes. No worker is bound before its whole job has passed."""
+    ns = "groups-refused"
     ensure_namespace(env.api, ns)
     block_nodes(env, (("a", 4), ("b", 2)), capacity={"cpu": "16"})
     extender = env.deploy("names")
     started = time.monotonic()
-    env.api.create(indexed_job(ns, "bert", 4, 4, {"gpu.nvidia.com/group": "bert", "gpu.nvidia.com/group-size": "4",
-                                                    "gpu.nvidia.com/required-topology": f"{LAYER}3"}, cpus=12))
     seen_partial = []
 
-    def all_bound():
-        pods = env.api.pods(ns, "job-name=bert")
-        count = len(bound(pods))
-        if 0 < count < 4:
-            seen_partial.append(count)
-        return pods if count == 4 else None
-    try:
-        pods = kube.wait_for("bert's 4 workers bound", all_bound, timeout=120, interval=0.1)
-    except AssertionError:
-        raise AssertionError(f"bert is not placed whole after 120 s: {seen_partial[-1] if seen_partial else 0} of 4 "
-                             "workers bound (the rest Pending)") from None
-    seconds = time.monotonic() - started
-    nodes = sorted(node_of(p) for p in pods)
-    assert {block_of(p) for p in pods} == {"block-a"}, f"bert's workers landed on {nodes}"
-    assert len(set(nodes)) == 4, f"two workers on one node: {nodes}"
-    moved = extender.metric("gpu_extender_groups_moved_total")
-    assert moved >= 1, "the plan never moved: the scheduler's CPU check was not what refused the stacked nodes"
-    # The gate: the binds come within milliseconds of each other; a poll every 100 ms seeing 1-3 bound would
-    # be a sign of members bound one by one as they came (the old behaviour bound 2 and left 2 Pending).
-    return {"pods placed": 4, "plans moved": int(moved), "polls seeing the job part-bound": len(seen_partial),
-            "seconds": seconds}
+    def placed_whole(job, size):
+        def check():
+            pods = env.api.pods(ns, f"job-name={job}")
+            count = len(bound(pods))
+            if 0 < count < size:
+                seen_partial.append(count)
+            return pods if count == size else None
+        try:
+            return kube.wait_for(f"{job}'s {size} workers bound", check, timeout=120, interval=0.1)
+        except AssertionError:
+            raise AssertionError(f"{job} is not placed whole after 120 s: {seen_partial[-1] if seen_partial else 0} of "
+                                 f"{size} workers bound (the rest Pending)") from None
+
+    group = {"gpu.nvidia.com/required-topology": f"{LAYER}3"}
+    env.api.create(indexed_job(ns, "bert", 4, 4, {"gpu.nvidia.com/group": "bert", "gpu.nvidia.com/group-size": "4",
+                                                    **group}, cpus=12))
+    bert = placed_whole("bert", 4)
+    nodes = sorted(node_of(p) for p in bert)
+    assert {block_of(p) for p in bert} == {"block-a"} and len(set(nodes)) == 4, f"bert's workers landed on {nodes}"
+    moved_for_bert = extender.metric("gpu_extender_groups_moved_total")
+
+    gpt = indexed_job(ns, "gpt", 2, 2, {"gpu.nvidia.com/group": "gpt", "gpu.nvidia.com/group-size": "2", **group})
+    gpt["spec"]["template"]["metadata"]["labels"] = {"job": "gpt"}
+    gpt["spec"]["template"]["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"job": "gpt"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    env.api.create(gpt)
+    workers = placed_whole("gpt", 2)
+    nodes = sorted(node_of(p) for p in workers)
+    assert len({block_of(p) for p in workers}) == 1 and len(set(nodes)) == 2, f"gpt's workers landed on {nodes}"
+    moved = extender.metric("gpu_extender_groups_moved_total") - moved_for_bert
+    assert moved >= 1, "gpt's plan never moved: anti-affinity was not what refused its stacked node"
+    # A poll every 100 ms that saw a job part-bound would mean members bound one by one as they came (before
+    # the gate, bert ended with 2 bound and 2 Pending for good).
+    return {"pods placed": 6, "plans moved (bert)": int(moved_for_bert), "plans moved (gpt)": int(moved),
+            "polls seeing a job part-bound": len(seen_partial), "seconds": time.monotonic() - started}
 
 
 def groups_replacement(env):
@@ -425,4 +439,4 @@ def throughput(env):
 
 
 SCENARIOS = [placement_names, placement_full, cpu_scoring, burst, extender_restart, gpu_sharing, deletion_costs,
-             groups, groups_cpu_refused, groups_replacement, preemption, pod_group_cycles, throughput]
+             groups, groups_refused_nodes, groups_replacement, preemption, pod_group_cycles, throughput]

@@ -10,16 +10,20 @@ namespace test_support {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-const char* const kCounted[] = {"nvidia.com/gpu", "custom.resource/aaa"};
+const char* const kCounted[] = {"nvidia.com/gpu", "custom.resource/aaa", "cpu"};
 constexpr int64_t kMaxNodeScore = 100, kMaxExtenderPriority = 10;
 
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// Counted resources in whole units, as the tests' objects carry them.
-int64_t pod_request(const json& pod, const std::string& resource) { return pod_request_milli(pod, resource) / 1000; }
-int64_t quantity(const json& value) { return quantity_milli(value) / 1000; }
+// Counted resources in whole units, as the tests' objects carry them; cpu in millicores.
+int64_t pod_request(const json& pod, const std::string& resource) {
+  return resource == "cpu" ? pod_request_milli(pod, resource) : pod_request_milli(pod, resource) / 1000;
+}
+int64_t quantity(const std::string& resource, const json& value) {
+  return resource == "cpu" ? quantity_milli(value) : quantity_milli(value) / 1000;
+}
 
 }  // namespace
 
@@ -131,7 +135,7 @@ void SchedulerDriver::load_cluster() {
     node_order_.push_back(name);
     state.object = node;
     const json& allocatable = node["status"]["allocatable"];
-    for (const char* r : kCounted) state.allocatable[r] = quantity(allocatable.value(r, json()));
+    for (const char* r : kCounted) state.allocatable[r] = quantity(r, allocatable.value(r, json()));
     state.plugins.cpu_allocatable = quantity_milli(allocatable.value("cpu", json()));
     state.plugins.memory_allocatable = quantity_milli(allocatable.value("memory", json()));
   }
@@ -151,6 +155,26 @@ bool SchedulerDriver::fits(const std::map<std::string, int64_t>& wants, const No
     const int64_t free = (alloc == state.allocatable.end() ? 0 : alloc->second) -
                          (used == state.requested.end() ? 0 : used->second);
     if (want > free) return false;
+  }
+  return true;
+}
+
+// TaintToleration's filter (v1helper.TolerationsTolerateTaint): every NoSchedule and NoExecute taint
+// needs a toleration of its key (any key when empty, with Exists), and of its value unless Exists, and
+// of its effect unless the toleration names none.
+bool SchedulerDriver::tolerates(const json& pod, const json& node) {
+  const json taints = node["spec"].value("taints", json::array());
+  const json tolerations = pod["spec"].value("tolerations", json::array());
+  for (const json& taint : taints) {
+    const std::string effect = taint.value("effect", "");
+    if (effect != "NoSchedule" && effect != "NoExecute") continue;
+    const bool tolerated = std::any_of(tolerations.begin(), tolerations.end(), [&](const json& t) {
+      const std::string key = t.value("key", ""), op = t.value("operator", "Equal"), eff = t.value("effect", "");
+      if (!eff.empty() && eff != effect) return false;
+      if (key.empty()) return op == "Exists";
+      return key == taint.value("key", "") && (op == "Exists" || t.value("value", "") == taint.value("value", ""));
+    });
+    if (!tolerated) return false;
   }
   return true;
 }
@@ -189,7 +213,8 @@ std::vector<std::string> SchedulerDriver::own_filter(const json& pod) {
     Worker& w = workers[k];
     const std::string& name = node_order_[(next_start_node_ + w.next) % all];
     ++processed;
-    if (fits(wants, nodes_.at(name))) out.push_back(name);
+    const NodeState& state = nodes_.at(name);
+    if (fits(wants, state) && tolerates(pod, state.object)) out.push_back(name);
     if (++w.next == w.end) {
       if (handed_out < all) take_chunk(w);
       else workers.erase(workers.begin() + static_cast<std::ptrdiff_t>(k));
@@ -380,8 +405,25 @@ void SchedulerDriver::schedule_one(const json& pod, Placement& placement) {
 std::vector<Placement> SchedulerDriver::schedule(const std::vector<json>& pods) {
   const auto run_start = Clock::now();
   std::vector<Placement> out(pods.size());
-  for (size_t i = 0; i < pods.size(); ++i) schedule_one(pods[i], out[i]);
-  wait_for_binds();
+  std::vector<size_t> queue(pods.size());
+  for (size_t i = 0; i < pods.size(); ++i) queue[i] = i;
+  auto backoff = options_.initial_backoff;
+  for (int attempt = 1; !queue.empty(); ++attempt) {
+    for (const size_t i : queue) {
+      const int attempts = out[i].attempts + 1;
+      out[i] = Placement{};
+      out[i].attempts = attempts;
+      schedule_one(pods[i], out[i]);
+    }
+    wait_for_binds();
+    std::vector<size_t> left;
+    for (const size_t i : queue)
+      if (out[i].node.empty()) left.push_back(i);
+    queue = std::move(left);
+    if (attempt >= options_.attempts || queue.empty()) break;
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  }
   timings_.seconds = std::chrono::duration<double>(Clock::now() - run_start).count();
   return out;
 }

@@ -4,8 +4,9 @@
 // scheduler's pace is what matters.
 //
 // What it does, as scheduleOne does, for each pod in queue order:
-//  1. its own filter: NodeResourcesFit on nvidia.com/gpu and custom.resource/aaa against its own
-//     cache (pods bound plus pods it assumed), as with ignoredByScheduler: false, over the nodes from
+//  1. its own filter: NodeResourcesFit on nvidia.com/gpu, custom.resource/aaa and cpu against its own
+//     cache (pods bound plus pods it assumed), as with ignoredByScheduler: false, and TaintToleration
+//     (a NoSchedule or NoExecute taint the pod does not tolerate refuses the node), over the nodes from
 //     where the last pod's search stopped, until numFeasibleNodesToFind nodes fit
 //     (findNodesThatPassFilters: max(100, N x p / 100), p = percentageOfNodesToScore or 50 - N/125,
 //     at least 5), in the order 16 parallel workers find them (a new interleaving each cycle, seeded);
@@ -25,10 +26,14 @@
 // Every request to the extender takes its connection from one pool kept as kube-scheduler's Go
 // transport keeps it (go_transport_pool.h: an idle one when there is one, at most two idle, others
 // closed), written and read as Go's net/http client does (raw_http_client.h).
-// A failed bind forgets the assumption, as the scheduler's ForgetPod does.
+// A failed bind forgets the assumption, as the scheduler's ForgetPod does. With `attempts` > 1, pods left
+// unplaced (unschedulable, or their bind failed) are tried again in rounds, after a backoff that doubles
+// from initial_backoff up to max_backoff, as the scheduler's backoff queue retries them (1 s to 10 s
+// there; tests scale it down).
 //
 // Not thread-safe: one driver per test; binds run on threads it owns and joins.
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -57,12 +62,16 @@ struct DriverOptions {
   std::vector<std::string> managed_resources{"nvidia.com/gpu", "custom.resource/aaa"};
   // One by one: wait for each pod's bind to return before the next pod's cycle.
   bool sequential = false;
+  // Scheduling attempts per pod (1: no retry), and the backoff between rounds of retries.
+  int attempts = 1;
+  std::chrono::milliseconds initial_backoff{1000}, max_backoff{10000};
 };
 
 struct Placement {
   std::string pod;
   std::string node;   // "" when unschedulable or the bind failed
-  std::string error;  // why
+  std::string error;  // why (the last attempt's)
+  int attempts = 0;   // scheduling cycles this pod went through
 };
 
 // findNodesThatPassFilters' numFeasibleNodesToFind, for a cluster of `all` nodes.
@@ -92,7 +101,7 @@ class SchedulerDriver {
  private:
   struct NodeState {
     json object;
-    std::map<std::string, int64_t> allocatable, requested;  // of the two counted resources
+    std::map<std::string, int64_t> allocatable, requested;  // of the counted resources (cpu in millicores)
     PluginNode plugins;                                    // what the default score plugins read
   };
   void load_cluster();
@@ -100,6 +109,7 @@ class SchedulerDriver {
   // findNodesThatPassFilters: the nodes that fit, from where the last search stopped.
   std::vector<std::string> own_filter(const json& pod);
   bool fits(const std::map<std::string, int64_t>& wants, const NodeState& node) const;
+  static bool tolerates(const json& pod, const json& node);
   bool interested(const json& pod) const;
   json extender_args(const json& pod, const std::vector<std::string>& nodes) const;
   // The extender's /filter: false (with placement.error) when the cycle fails; `feasible` is what it kept.

@@ -28,7 +28,7 @@ TEST_CASE("policy: a file overrides key by key, in YAML or JSON") {
   const PolicyConfig yaml = parse_policy("resources:\n  excluded: [example.com/fpga, example.com/x]\n"
                                          "nodeLabels:\n  gpuModel: nvidia.com/gpu.product\n",
                                          "test.yaml");
-  CHECK(yaml.schema.resources.size() == 6);
+  CHECK(yaml.schema.resources.size() == ViewSchema::kFirstExcludedResource + 2);
   CHECK(yaml.schema.resources.name(ViewSchema::kFirstExcludedResource + 1) == "example.com/x");
   CHECK(yaml.schema.node_gpu_model_labels == std::vector<std::string>{"nvidia.com/gpu.product"});
   CHECK(yaml.schema.node_gpu_memory_labels == std::vector<std::string>{"gpu.nvidia.com/memory", "nvidia.com/gpu.memory"});
