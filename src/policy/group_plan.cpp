@@ -48,7 +48,14 @@ int64_t room_bound(const PodFacts& member, const NodeInput& in, int64_t cap) {
 bool fits_stacked(const Policy& policy, const PodFacts& member, const NodeInput& in, int64_t count,
                   std::vector<NodeVerdict>& scratch) {
   ResourceAmounts used = in.used ? *in.used : ResourceAmounts{};
-  for (int64_t k = 1; k < count; ++k) used.add(member.requests);
+  // The other count - 1 members at once: one multiplication per resource the member asks, not an
+  // addition per member and tracked resource.
+  for (uint32_t asked = member.requests.present; asked != 0; asked &= asked - 1) {
+    const auto r = static_cast<size_t>(__builtin_ctz(asked));
+    int64_t others = 0;
+    if (__builtin_mul_overflow(member.requests.get(r), count - 1, &others)) others = INT64_MAX;
+    used.add(r, others);
+  }
   NodeInput probe = in;
   probe.used = &used;
   policy.filter(member, {&probe, 1}, scratch);
