@@ -84,7 +84,9 @@ class GroupBook {
   // The request's nodes with their usage (the planning candidates), read only to plan, under the
   // book's lock, so that two groups planned at once see each other's holds.
   using Candidates = std::function<std::span<const NodeInput>()>;
-  // Whether the scheduler sent any of these nodes (sorted) in this request.
+  // Whether the scheduler sent any of these nodes (sorted) in this request. Called with the plan's open
+  // nodes; the caller may answer true without looking and ask again with its answer when its own pass
+  // over the request finds none of them (judge_group_member does: its verdict pass finds them anyway).
   using AnySent = std::function<bool(std::span<const std::string> nodes)>;
   // A member of `spec` (or `spec_error` when its group annotations are not understood) at /filter or
   // /prioritize: its group's plan, made now if it has none or if the scheduler no longer sends any of

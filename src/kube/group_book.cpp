@@ -195,21 +195,18 @@ GroupBook::Admission GroupBook::admit(const PodRequest& pod, const GroupSpec& sp
                " members placed or being bound; this pod waits until one of them is terminating or gone";
     return a;
   }
-  std::vector<std::string> open;
-  for (const Slot& slot : group.slots)
-    if (slot.member.empty()) open.push_back(slot.node);
-  std::sort(open.begin(), open.end());
-  open.erase(std::unique(open.begin(), open.end()), open.end());
-  if (!open.empty() && !any_sent(open)) {
+  const bool open = std::any_of(group.slots.begin(), group.slots.end(), [](const Slot& s) { return s.member.empty(); });
+  if (open) {
+    Admission planned = planned_admission(group);
+    if (any_sent(planned.open)) return planned;
     // The scheduler refused every open slot's node for this member (or left it out of its sample):
     // the plan no longer holds. The members still to place are planned again over what it sent.
     ++stats_.moved;
     spdlog::info("group {}: no planned node with room left ({}{}) was sent for {}/{}; planning its {} member(s) still "
                  "to place again",
-                 group.spec.key, open.front(), open.size() > 1 ? ", ..." : "", pod.ns, pod.name,
+                 group.spec.key, planned.open.front(), planned.open.size() > 1 ? ", ..." : "", pod.ns, pod.name,
                  group.spec.size - static_cast<int64_t>(group.members.size()));
     release_open(group);
-    open.clear();
     std::string kind;
     if (plan(group, policy, candidates, kind)) return planned_admission(group);
     // No room beside the members that passed. While none of them is bound, the whole group can still
@@ -224,7 +221,7 @@ GroupBook::Admission GroupBook::admit(const PodRequest& pod, const GroupSpec& sp
     return a;
   }
   std::string kind;
-  if (open.empty() && !plan(group, policy, candidates, kind)) {
+  if (!plan(group, policy, candidates, kind)) {
     ++stats_.waiting[kind];
     a.reason = group.waiting;
     return a;  // refused, resolvable: capacity may come

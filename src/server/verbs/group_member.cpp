@@ -69,25 +69,31 @@ GroupJudgement judge_group_member(const VerbContext& ctx, Workspace& ws, const E
   }
   if (!args.full_mode) ws.names.lookup(*ctx.parts.cluster, args);
   GroupScratch& g = ws.group;
-  // One pass over the names the scheduler sent, for the few open nodes of the plan.
-  auto any_sent = [&](std::span<const std::string> open) {
+  // Whether the scheduler sent any of the plan's open nodes: the verdict pass below finds out anyway, so
+  // the first admission takes it for granted, and only a pass that finds none asks again with the answer
+  // (the plan then moves; usually it holds, and the request's names are read once).
+  auto candidates = [&] { return gather_candidates(ctx, ws, args); };
+  auto sent = [&](std::span<const std::string> open) {
     return std::any_of(args.node_names.begin(), args.node_names.end(),
                        [&](std::string_view name) { return std::binary_search(open.begin(), open.end(), name); });
   };
-  g.admission = ctx.parts.groups->admit(args.pod, *spec, spec_error, *ws.policy,
-                                        [&] { return gather_candidates(ctx, ws, args); }, any_sent);
+  g.admission = ctx.parts.groups->admit(args.pod, *spec, spec_error, *ws.policy, candidates,
+                                        [](std::span<const std::string>) { return true; });
   const size_t count = args.node_names.size();
   using Kind = GroupBook::Admission::Kind;
-  if (g.admission.kind == Kind::kRefused) {
-    refuse_all(ws, count, g.admission.fit, g.admission.reason);
-  } else {
+  for (int pass = 0; pass < 2; ++pass) {
+    if (g.admission.kind == Kind::kRefused) {
+      refuse_all(ws, count, g.admission.fit, g.admission.reason);
+      break;
+    }
     refuse_all(ws, count, Fit::kResolvable, "outside the plan: " + g.admission.plan);
     const std::vector<std::string>& open = g.admission.open;
     g.planned.resize(open.size());  // sized first: verdict_of points into it
     g.planned_json.resize(open.size());
-    size_t judged = 0;
-    for (size_t i = 0; i < count && judged < open.size(); ++i) {
+    size_t judged = 0, found = 0;
+    for (size_t i = 0; i < count && found < open.size(); ++i) {
       if (!std::binary_search(open.begin(), open.end(), args.node_names[i])) continue;
+      ++found;
       const NodeView* node = node_of(ws, args, i);
       if (!node) continue;  // not in the cache: refused as outside what the extender can judge
       NodeVerdict& v = g.planned[judged];
@@ -98,6 +104,8 @@ GroupJudgement judge_group_member(const VerbContext& ctx, Workspace& ws, const E
       g.verdict_of[i] = &v;
       g.encoded[i] = {v.fit, json};
     }
+    if (found > 0 || pass > 0) break;
+    g.admission = ctx.parts.groups->admit(args.pod, *spec, spec_error, *ws.policy, candidates, sent);
   }
   if (args.full_mode) {  // the encoder takes a verdict per node
     g.verdicts.clear();
