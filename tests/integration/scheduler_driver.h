@@ -5,8 +5,10 @@
 //
 // What it does, as scheduleOne does, for each pod in queue order:
 //  1. its own filter: NodeResourcesFit on nvidia.com/gpu, custom.resource/aaa and cpu against its own
-//     cache (pods bound plus pods it assumed), as with ignoredByScheduler: false, and TaintToleration
-//     (a NoSchedule or NoExecute taint the pod does not tolerate refuses the node), over the nodes from
+//     cache (pods bound plus pods it assumed), as with ignoredByScheduler: false, TaintToleration (a
+//     NoSchedule or NoExecute taint the pod does not tolerate refuses the node) and InterPodAntiAffinity
+//     for required terms on kubernetes.io/hostname with matchLabels (a node with a pod those labels
+//     match refuses it; other terms are not read), over the nodes from
 //     where the last pod's search stopped, until numFeasibleNodesToFind nodes fit
 //     (findNodesThatPassFilters: max(100, N x p / 100), p = percentageOfNodesToScore or 50 - N/125,
 //     at least 5), in the order 16 parallel workers find them (a new interleaving each cycle, seeded);
@@ -103,6 +105,7 @@ class SchedulerDriver {
     json object;
     std::map<std::string, int64_t> allocatable, requested;  // of the counted resources (cpu in millicores)
     PluginNode plugins;                                    // what the default score plugins read
+    std::map<std::string, json> pod_labels;                // by pod uid: the labels of the pods counted here
   };
   void load_cluster();
   void count(const json& pod, NodeState& node, int sign);
@@ -110,6 +113,7 @@ class SchedulerDriver {
   std::vector<std::string> own_filter(const json& pod);
   bool fits(const std::map<std::string, int64_t>& wants, const NodeState& node) const;
   static bool tolerates(const json& pod, const json& node);
+  static bool anti_affinity_allows(const json& pod, const NodeState& node);
   bool interested(const json& pod) const;
   json extender_args(const json& pod, const std::vector<std::string>& nodes) const;
   // The extender's /filter: false (with placement.error) when the cycle fails; `feasible` is what it kept.
