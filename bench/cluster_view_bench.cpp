@@ -16,7 +16,7 @@
 
 #include "bench_support.h"
 #include "gpu_extender/cluster_view.h"
-#include "gpu_extender/group_book.h"
+#include "gpu_extender/placement_ledger.h"
 #include "verb_timing.h"
 
 using namespace gpu_extender;
@@ -221,7 +221,7 @@ void time_group_member(const NodeEvents& nodes, const ViewSchema& schema, const 
   view->mark_nodes_synced();
   view->mark_pods_synced();
   ServiceParts parts{policy, nullptr, view, nullptr};
-  parts.groups = std::make_shared<GroupBook>(view);
+  parts.ledger = std::make_shared<PlacementLedger>(view);
   const ExtenderService service(parts);
   nlohmann::json body = nlohmann::json::parse(names_body);
   auto& annotations = body["Pod"]["metadata"]["annotations"];
@@ -233,13 +233,13 @@ void time_group_member(const NodeEvents& nodes, const ViewSchema& schema, const 
   std::string member_body;
   VerbSummary first;
   for (int k = 0; k < 21; ++k) {
-    parts.groups->expire(GroupBook::Clock::now() + parts.groups->ttl() + std::chrono::seconds(1));
+    parts.ledger->expire(PlacementLedger::Clock::now() + parts.ledger->options().group_ttl + std::chrono::seconds(1));
     annotations["gpu.nvidia.com/group"] = "bench-" + std::to_string(k);
     member_body = body.dump();
     first = checked_filter(service, member_body, "a group's first member");
-    planning_ms.push_back(parts.groups->stats().last_planning_seconds * 1e3);
+    planning_ms.push_back(parts.ledger->stats().groups.last_planning_seconds * 1e3);
   }
-  const GroupBook::Stats stats = parts.groups->stats();
+  const GroupBook::Stats stats = parts.ledger->stats().groups;
   if (stats.planned != planning_ms.size()) {
     std::cerr << "a group's first member: the group was not planned\n";
     std::exit(1);

@@ -25,7 +25,7 @@ PUBLIC = {  # include/gpu_extender/<header>.h: its layer
     "wire": ["wire", "wire_encode"],
     "policy": ["deletion_cost", "explain", "gpu_share", "group_plan", "policy", "policy_config", "policy_holder", "score_scaling"],
     "usage": ["gpu_utilization", "usage_source"],
-    "kube": ["binder", "cluster_view", "group_book", "kube_config", "kube_connection", "node_source"],
+    "kube": ["binder", "cluster_view", "group_book", "kube_config", "kube_connection", "node_source", "placement_ledger"],
     "server": ["extender_service"],
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -1,7 +1,8 @@
 #pragma once
 // The extender's view of the cluster, fed by the API server's list+watch: per node, the parsed node
 // and the GPUs and packed resource in use (effective requests of its pods that have not Succeeded or
-// Failed), plus pods "assumed" on a node right after /bind, until the watch shows them or a TTL ends.
+// Failed), plus what the placement ledger counts in flight there (placement_ledger.h: pods assumed at
+// /bind, room held for pod groups), and a version per node that moves with any of it.
 //
 // Only what the policy reads is kept: a CachedNode per node and, per pod, its node and requests.
 // Thread-safe: request threads read (shared lock) while the watch threads write (exclusive lock).
@@ -81,8 +82,7 @@ class NodeNameIndex;  // kube/node_name_index.h
 class ClusterView final : public UsageSource, public NodeSource {
  public:
   using Clock = std::chrono::steady_clock;
-  explicit ClusterView(std::chrono::milliseconds assume_ttl = std::chrono::seconds(30),
-                       std::chrono::milliseconds pending_ttl = std::chrono::minutes(5));
+  ClusterView();
   ~ClusterView() override;
 
   // --- written by the watch ---
@@ -104,25 +104,12 @@ class ClusterView final : public UsageSource, public NodeSource {
   void mark_nodes_synced();
   void mark_pods_synced();
 
-  // --- bind ---
-  // Counts `requests` on `node` at once, until the watch reports pod `uid` bound (or finished or
-  // deleted) or the TTL passes.
-  void assume_pod(const std::string& uid, const std::string& node, const ResourceAmounts& requests);
-  // The bind failed: pod `uid` no longer counts where it was assumed.
-  void release_assumed(std::string_view uid);
-  size_t expire_assumed(Clock::time_point now = Clock::now());
-  // A pod seen in /filter or /prioritize: /bind needs its requests and scheduler (its body has
-  // neither). Kept until its bind, for at most pending_ttl, and at most kMaxPending pods.
-  void remember_pending(const PodRequest& pod);
-  std::optional<PendingPod> take_pending(std::string_view uid);
-  size_t prune_pending(Clock::time_point now = Clock::now());
-  static constexpr size_t kMaxPending = 4096;
-
-  // --- pod groups (group_book.h) ---
-  // Room held for a group's members still to place: counted on `node` like a pod, under `key`, until
-  // released.
-  void hold(const std::string& key, const std::string& node, const ResourceAmounts& requests);
-  void release_hold(std::string_view key);
+  // --- in flight (placement_ledger.h: only the ledger calls this) ---
+  // Counts `amounts` on `node` (or stops counting them) for what the watch does not show yet: pods
+  // assumed at /bind, room held for a group's members still to place. Kept across relists.
+  void count_in_flight(const std::string& node, const ResourceAmounts& amounts, bool add);
+  // Whether the watch shows pod `uid` bound and running.
+  bool has_pod(std::string_view uid) const;
   // The bound members of group `group` ("namespace/name") as the watch shows them: uid and node.
   std::vector<std::pair<std::string, std::string>> group_members(std::string_view group) const;
 
@@ -138,19 +125,15 @@ class ClusterView final : public UsageSource, public NodeSource {
   // looked up again.
   void lookup(std::span<const std::string_view> names, std::vector<uint32_t>& slots, NodeMemo& memo,
               std::string_view names_json = {}) const;
-  // What a victim frees: its node and requests, when the pod is known.
+  // What a bound pod holds: its node and requests, when the watch shows it.
   std::optional<std::pair<std::string, ResourceAmounts>> pod_usage(std::string_view uid) const;
 
   struct Stats {
-    size_t nodes = 0, pods = 0, assumed = 0, pending = 0, holds = 0;
+    size_t nodes = 0, pods = 0;
     size_t node_entries = 0;  // nodes plus deleted nodes that still have pods on them
     double seconds_since_event = -1;  // -1: no event yet
   };
   Stats stats() const;
-  // GPU sharing by memory, over the nodes in the view (in the shared memory's unit): devices, their
-  // free memory, and the part of it that is fragmented: free on devices where it is less than the
-  // smallest shared request of the pods pending (seen in /filter, not bound), so no pending pod fits
-  // there. Nothing is fragmented while no shared pod is pending.
   // Pod deletion costs: from now on, keep what costs need of the pods they follow (names, scheduler,
   // the cost annotations). Off by default, so a view without the cost writer pays nothing for it.
   void keep_cost_details() { keep_cost_details_ = true; }
@@ -163,15 +146,19 @@ class ClusterView final : public UsageSource, public NodeSource {
   void visit_costed_pods(
       const std::function<void(const CostedPod&, const NodeView&, const ResourceAmounts&)>& visit) const;
 
+  // GPU sharing by memory, over the nodes in the view (in the shared memory's unit): devices, their
+  // free memory, and the part of it that is fragmented: free on devices where it is less than
+  // `smallest_pending`, the smallest shared request of the pods pending (PlacementLedger), so no
+  // pending pod fits there. Nothing is fragmented while no shared pod is pending (0).
   struct SharedGpuStats {
     int64_t devices = 0, free = 0, fragmented = 0;
     int64_t smallest_pending = 0;  // 0: no pending pod asks shared memory
   };
-  SharedGpuStats shared_gpu_stats() const;
+  SharedGpuStats shared_gpu_stats(int64_t smallest_pending) const;
   void touch();  // an event or bookmark arrived: the view is fresh as of now
 
   // --- catching up with the scheduler ---
-  // Moves with every change of any node or of what is counted on it (watch events, binds, holds).
+  // Moves with every change of any node or of what is counted on it (watch events, in-flight counts).
   uint64_t change_count() const { return change_count_.load(); }
   // What ends the watch's rest between two batches of events (ApiClient::hurry_watches): true when a
   // watch was resting, so events may be waiting to be read.
@@ -189,16 +176,12 @@ class ClusterView final : public UsageSource, public NodeSource {
     std::shared_ptr<const CostedPod> costed;
     std::string group;
   };
-  struct Assumed {
-    std::string node;
-    ResourceAmounts requests;
-    Clock::time_point expires;
-  };
   // Per node name: the node object (null until listed, or after deletion while pods remain) and what
-  // its pods and assumed pods hold. One map, so a request needs one lookup per node for both.
+  // its pods and what is in flight there hold. One map, so a request needs one lookup per node for both.
   struct NodeEntry {
     std::shared_ptr<const CachedNode> node;
-    ResourceAmounts used;
+    ResourceAmounts used;       // the pods the watch shows, plus in_flight
+    ResourceAmounts in_flight;  // count_in_flight's part of `used`
     uint32_t slot = 0;  // see NodeMemo; reused after the entry is erased
   };
   // Per slot, densely: which entry holds it, and its version (from version_clock_, set anew with
@@ -219,7 +202,6 @@ class ClusterView final : public UsageSource, public NodeSource {
   void add_usage(const std::string& node, const ResourceAmounts& amounts, bool add);
   void erase_if_unused(NodeMap::iterator it);
   void reindex_if_names_changed();  // at the end of every writer that may add or erase entries
-  void forget_assumed(std::string_view uid);
   void add_pod(const std::string& uid, PodEntry entry);  // counted on its node, and in its group
   void erase_pod(std::string_view uid);
 
@@ -227,22 +209,9 @@ class ClusterView final : public UsageSource, public NodeSource {
   NodeMap nodes_;
   size_t node_objects_ = 0;
   std::unordered_map<std::string, PodEntry, StringHash, std::equal_to<>> pods_;  // by uid, bound and running
-  std::unordered_map<std::string, Assumed, StringHash, std::equal_to<>> assumed_;  // by uid
-  struct Held {
-    std::string node;
-    ResourceAmounts requests;
-  };
-  std::unordered_map<std::string, Held, StringHash, std::equal_to<>> holds_;  // by key
   // Per group, its bound members: uid -> node.
   using Members = std::unordered_map<std::string, std::string, StringHash, std::equal_to<>>;
   std::unordered_map<std::string, Members, StringHash, std::equal_to<>> groups_;
-  struct Pending {
-    PendingPod pod;
-    Clock::time_point seen;
-  };
-  std::unordered_map<std::string, Pending, StringHash, std::equal_to<>> pending_;  // by uid, bounded
-  std::chrono::milliseconds assume_ttl_;
-  std::chrono::milliseconds pending_ttl_;
   std::atomic<bool> nodes_synced_{false}, pods_synced_{false};
   std::atomic<bool> keep_cost_details_{false};
   std::unique_ptr<NodeNameIndex> index_;  // the names of nodes_, for lookup(); never null

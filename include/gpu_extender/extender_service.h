@@ -44,7 +44,7 @@ std::string_view answer_error_name(AnswerError cause);  // no_node_cache, bind_n
 Verb answer_error_verb(AnswerError cause);              // the verb that answers it
 
 class GpuUtilizationSource;
-class GroupBook;       // gpu_extender/group_book.h
+class PlacementLedger; // gpu_extender/placement_ledger.h
 struct Workspace;      // server/workspace.h: one request's buffers
 class WorkspacePool;   // server/workspace.h
 class BindTracker;     // server/bind_tracker.h
@@ -54,10 +54,11 @@ class BindTracker;     // server/bind_tracker.h
 struct ServiceParts {
   std::shared_ptr<const Policy> policy;      // the policy to start with, when `policies` is not given
   std::shared_ptr<const UsageSource> usage;  // none, a pods snapshot, or the cluster view
-  std::shared_ptr<ClusterView> cluster;      // the API watch: node cache, pod view, assumed pods
+  std::shared_ptr<ClusterView> cluster;      // the API watch: node cache, pod view
   std::shared_ptr<Binder> binder;
-  // Pod groups (distributed jobs): their plans and held room; with the cluster view only.
-  std::shared_ptr<GroupBook> groups{};
+  // What is in flight between the verbs (pending and assumed pods, pod groups' plans and held room);
+  // with the cluster view only, made over it when not given.
+  std::shared_ptr<PlacementLedger> ledger{};
   // /bind binds only pods whose spec.schedulerName is one of these.
   std::vector<std::string> scheduler_names{"gpu-scheduler"};
   // How long /filter and /prioritize wait for the /bind of a pod scored before (see BindTracker).

@@ -1,6 +1,7 @@
 #pragma once
 // The groups being placed (distributed jobs, group_plan.h): each group's life, and the room held for it.
-// One mutex over every group; each operation below is one step of the life, atomic under it.
+// A part of the placement ledger (placement_ledger.h): every operation below is one step of the life,
+// called under the ledger's lock, which is also the lock the gate waits with.
 //
 // A group's life (its stage, GroupBook::Stage):
 //
@@ -12,8 +13,8 @@
 //   Any stage but binding: no progress for the TTL -> expired (its room given back, the book forgets it).
 //
 //   - planned: a member's /filter found no plan, so the members still to place were planned over the
-//     nodes the scheduler sent (group_plan.h) and every slot's node is held in the cluster view at once
-//     (as an in-flight placement), so that no other pod takes the group's room. A member then passes
+//     nodes the scheduler sent (group_plan.h) and every open slot's room is counted on its node at once
+//     (ClusterView::count_in_flight), so that no other pod takes the group's room. A member then passes
 //     only the planned nodes with a slot left.
 //   - moved: a member's /filter does not send any planned node with a slot left: the scheduler's own
 //     filters refused them (CPU, memory, the members' own anti-affinity, a taint), or the node is gone,
@@ -39,7 +40,7 @@
 // A group name reused by a new set of pods while the old set still runs: the new pods find every member
 // place taken and wait, with that reason, until the old pods are terminating or gone.
 //
-// Thread-safe.
+// Not thread-safe on its own: the ledger's lock guards it.
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -65,8 +66,7 @@ class GroupBook {
   enum class Stage : uint8_t { kWaiting, kPlanned, kGathering, kBinding };
   static const char* stage_name(Stage stage);
 
-  GroupBook(std::shared_ptr<ClusterView> view, std::chrono::milliseconds ttl = std::chrono::minutes(2),
-            std::chrono::milliseconds gate = std::chrono::seconds(4));
+  GroupBook(std::shared_ptr<ClusterView> view, std::chrono::milliseconds ttl, std::chrono::milliseconds gate);
 
   // What a member's /filter and /prioritize follow.
   struct Admission {
@@ -105,9 +105,10 @@ class GroupBook {
     std::string reason;
   };
   void reserve(const PendingPod& pod, const std::string& node);
-  Gate wait_at_gate(const PendingPod& pod);
+  // `lock`: the ledger's, held on entry and on return; released while waiting.
+  Gate wait_at_gate(const PendingPod& pod, std::unique_lock<std::mutex>& lock);
   // After the gate: its bind succeeded (the group is placed once all have), or failed at the API (its
-  // slot is held again for its retry).
+  // slot is held again for its retry; nothing to do for a member the gate refused).
   void commit(const PendingPod& pod);
   void roll_back(const PendingPod& pod);
   // Groups without progress for more than the TTL give their room back; how many did.
@@ -145,7 +146,7 @@ class GroupBook {
 
  private:
   struct Slot {
-    std::string node, hold_key, member;  // member: "" while open (then its node is held under hold_key)
+    std::string node, member;  // member: "" while open (then its room is counted on its node)
   };
   struct Member {
     enum class Step : uint8_t { kAtGate, kBinding, kBound };
@@ -170,8 +171,9 @@ class GroupBook {
   // Members the watch shows bound take their slots; members it showed and no longer shows leave.
   void reconcile(Group& group);
   Slot* take_slot(Group& group, const std::string& uid, const std::string& node);
+  void count_held(const Group& group, const std::string& node, bool add);  // a slot's room on its node
   void hold_again(Group& group, const std::string& uid);  // the member's slot, open again
-  void release_open(Group& group);                        // every open slot's hold, and the slots
+  void release_open(Group& group);                        // every open slot's room, and the slots
   void forget(std::unordered_map<std::string, GroupPtr>::iterator it);
   std::pair<Group*, Member*> member_of(const PendingPod& pod);
   // The plan moves whole: members waiting at the gate (none bound) give their places up.
@@ -182,10 +184,8 @@ class GroupBook {
 
   std::shared_ptr<ClusterView> view_;
   std::chrono::milliseconds ttl_, gate_;
-  mutable std::mutex mutex_;
-  std::condition_variable gate_changed_;  // a gate opened, or a group was forgotten
+  std::condition_variable gate_changed_;  // a gate opened, or a group was forgotten (waited with the ledger's lock)
   std::unordered_map<std::string, GroupPtr> groups_;
-  uint64_t next_hold_ = 0;
   Stats stats_;
   std::function<void(double)> on_placed_;
 };

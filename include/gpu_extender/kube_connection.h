@@ -1,7 +1,7 @@
 #pragma once
 // Everything the extender does with the Kubernetes API, wired together: the API client, the cluster
-// view fed by two reflectors (pods on nodes, nodes), the binder, and a housekeeping thread that ends
-// expired pod assumptions and groups' held room, and logs when the view goes stale.
+// view fed by two reflectors (pods on nodes, nodes), the placement ledger, the binder, and a
+// housekeeping thread that ends what the ledger holds past its time, and logs when the view goes stale.
 //
 // Thread-safe: start() and stop() from the main thread; the rest is read by request threads.
 #include <functional>
@@ -13,8 +13,8 @@
 
 #include "gpu_extender/binder.h"
 #include "gpu_extender/cluster_view.h"
-#include "gpu_extender/group_book.h"
 #include "gpu_extender/kube_config.h"
+#include "gpu_extender/placement_ledger.h"
 #include "gpu_extender/policy_holder.h"
 
 namespace gpu_extender {
@@ -49,11 +49,9 @@ struct WatchCounts {
 };
 
 struct KubeOptions {
-  std::chrono::milliseconds assume_ttl{30000};
+  LedgerOptions ledger;
   std::chrono::seconds watch_timeout{300};
   std::chrono::seconds stale_after{120};  // no event or bookmark for this long: log that the view is stale
-  std::chrono::milliseconds group_ttl{120000};  // room held for a group without progress
-  std::chrono::milliseconds group_gate{4000};   // a member's /bind waits this long for the rest (group_book.h)
 };
 
 class KubeConnection {
@@ -66,7 +64,7 @@ class KubeConnection {
 
   std::shared_ptr<ClusterView> view() const { return view_; }
   std::shared_ptr<Binder> binder() const { return binder_; }
-  std::shared_ptr<GroupBook> groups() const { return groups_; }
+  std::shared_ptr<PlacementLedger> ledger() const { return ledger_; }
   const ApiEndpoint& endpoint() const;
   // Counters of the two reflectors, for /metrics.
   std::vector<WatchCounts> watch_counts() const;
@@ -78,7 +76,7 @@ class KubeConnection {
   std::shared_ptr<kube::ApiClient> api_;
   std::shared_ptr<ClusterView> view_;
   std::shared_ptr<Binder> binder_;
-  std::shared_ptr<GroupBook> groups_;
+  std::shared_ptr<PlacementLedger> ledger_;
   std::vector<std::unique_ptr<kube::Reflector>> reflectors_;
   std::unique_ptr<kube::LeaseElector> elector_;
   std::unique_ptr<kube::DeletionCostKeeper> cost_keeper_;

@@ -67,13 +67,13 @@ std::unique_ptr<KubeConnection> connect_usage(const CliOptions& options, const P
     if (!options.pods_snapshot_file.empty())
       throw ConfigurationError("--pods-snapshot and Kubernetes API access exclude each other: the watch is the usage");
     KubeOptions kube_options;
-    kube_options.assume_ttl = std::chrono::seconds(options.assume_ttl_seconds);
-    kube_options.group_ttl = std::chrono::seconds(options.group_ttl_seconds);
-    kube_options.group_gate = std::chrono::milliseconds(options.group_gate_ms);
+    kube_options.ledger.assume_ttl = std::chrono::seconds(options.assume_ttl_seconds);
+    kube_options.ledger.group_ttl = std::chrono::seconds(options.group_ttl_seconds);
+    kube_options.ledger.group_gate = std::chrono::milliseconds(options.group_gate_ms);
     auto kube = std::make_unique<KubeConnection>(std::move(*endpoint), policy.schema(), kube_options);
     parts.cluster = kube->view();
     parts.binder = kube->binder();
-    parts.groups = kube->groups();
+    parts.ledger = kube->ledger();
     spdlog::info("Kubernetes API: {}", kube->endpoint().source);
     return kube;
   }
@@ -117,9 +117,8 @@ Wiring::Wiring(const CliOptions& options) : options_(options), policies_(std::ma
   }
   metrics_ = std::make_shared<Metrics>();
   if (kube_) {
-    metrics_->attach_cluster(kube_->view(), [k = kube_.get()] { return k->watch_counts(); });
+    metrics_->attach_cluster(kube_->view(), kube_->ledger(), [k = kube_.get()] { return k->watch_counts(); });
     metrics_->attach_deletion_costs([k = kube_.get()] { return k->deletion_cost_stats(); });
-    metrics_->attach_groups(kube_->groups());
   }
   if (utilization_) metrics_->attach_utilization(utilization_);
   http_ = std::make_unique<HttpService>(service_, options, metrics_);

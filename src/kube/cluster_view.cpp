@@ -9,8 +9,7 @@
 #include <vector>
 
 namespace gpu_extender {
-ClusterView::ClusterView(std::chrono::milliseconds assume_ttl, std::chrono::milliseconds pending_ttl)
-    : assume_ttl_(assume_ttl), pending_ttl_(pending_ttl), index_(std::make_unique<NodeNameIndex>()) {}
+ClusterView::ClusterView() : index_(std::make_unique<NodeNameIndex>()) {}
 
 ClusterView::~ClusterView() = default;
 
@@ -92,13 +91,6 @@ void ClusterView::delete_node(std::string_view name) {
   reindex_if_names_changed();
 }
 
-void ClusterView::forget_assumed(std::string_view uid) {
-  auto it = assumed_.find(uid);
-  if (it == assumed_.end()) return;
-  add_usage(it->second.node, it->second.requests, false);
-  assumed_.erase(it);
-}
-
 void ClusterView::add_pod(const std::string& uid, PodEntry entry) {
   add_usage(entry.node, entry.requests, true);
   if (!entry.group.empty()) groups_[entry.group][uid] = entry.node;
@@ -121,10 +113,6 @@ void ClusterView::erase_pod(std::string_view uid) {
 void ClusterView::upsert_pod(const PodRequest& pod) {
   if (pod.uid.empty()) return;
   std::unique_lock lock(mutex_);
-  // The watch has its own word on this pod once it shows it bound (or finished). An event of the pod
-  // still unbound (the device annotations /bind writes just before the Binding, a status update)
-  // leaves the assumption: the bind is still on its way.
-  if (!pod.node_name.empty() || pod.terminated()) forget_assumed(pod.uid);
   erase_pod(pod.uid);
   if (!pod.node_name.empty() && !pod.terminated())
     add_pod(std::string(pod.uid),
@@ -134,7 +122,6 @@ void ClusterView::upsert_pod(const PodRequest& pod) {
 
 void ClusterView::delete_pod(std::string_view uid) {
   std::unique_lock lock(mutex_);
-  forget_assumed(uid);
   erase_pod(uid);
   reindex_if_names_changed();
 }
@@ -155,22 +142,12 @@ void ClusterView::replace_pods(const std::vector<BoundPod>& pods) {
   std::unique_lock lock(mutex_);
   pods_.clear();
   groups_.clear();
+  // What is in flight stays counted: the ledger forgets what the list now shows (observe_relist).
   for (auto& [name, entry] : nodes_) {
-    entry.used = ResourceAmounts{};
+    entry.used = entry.in_flight;
     changed(entry);
   }
   for (const BoundPod& pod : pods) add_pod(pod.uid, PodEntry{pod.node, pod.requests, pod.costed, pod.group});
-  // Room held for groups stays counted, as assumed pods do.
-  for (const auto& [key, held] : holds_) add_usage(held.node, held.requests, true);
-  // Assumed pods stay counted (the list may predate their binding), unless the list has them now.
-  for (auto it = assumed_.begin(); it != assumed_.end();) {
-    if (pods_.count(it->first)) {
-      it = assumed_.erase(it);
-    } else {
-      add_usage(it->second.node, it->second.requests, true);
-      ++it;
-    }
-  }
   for (auto it = nodes_.begin(); it != nodes_.end();) erase_if_unused(it++);  // nodes gone whose pods are too
   reindex_if_names_changed();
 }
@@ -178,55 +155,18 @@ void ClusterView::replace_pods(const std::vector<BoundPod>& pods) {
 void ClusterView::mark_nodes_synced() { nodes_synced_ = true; }
 void ClusterView::mark_pods_synced() { pods_synced_ = true; }
 
-void ClusterView::assume_pod(const std::string& uid, const std::string& node, const ResourceAmounts& requests) {
+void ClusterView::count_in_flight(const std::string& node, const ResourceAmounts& amounts, bool add) {
   std::unique_lock lock(mutex_);
-  if (pods_.count(uid)) return;  // the watch was faster: already counted
-  forget_assumed(uid);
-  assumed_[uid] = Assumed{node, requests, Clock::now() + assume_ttl_};
-  add_usage(node, requests, true);
+  const auto it = entry_for(node);
+  if (add) it->second.in_flight.add(amounts);
+  else it->second.in_flight.subtract(amounts);
+  add_usage(node, amounts, add);
   reindex_if_names_changed();
 }
 
-size_t ClusterView::expire_assumed(Clock::time_point now) {
-  std::unique_lock lock(mutex_);
-  size_t expired = 0;
-  for (auto it = assumed_.begin(); it != assumed_.end();) {
-    if (it->second.expires <= now) {
-      add_usage(it->second.node, it->second.requests, false);
-      it = assumed_.erase(it);
-      ++expired;
-    } else {
-      ++it;
-    }
-  }
-  reindex_if_names_changed();
-  return expired;
-}
-
-void ClusterView::release_assumed(std::string_view uid) {
-  std::unique_lock lock(mutex_);
-  forget_assumed(uid);
-  reindex_if_names_changed();
-}
-
-void ClusterView::hold(const std::string& key, const std::string& node, const ResourceAmounts& requests) {
-  std::unique_lock lock(mutex_);
-  if (auto it = holds_.find(key); it != holds_.end()) {
-    add_usage(it->second.node, it->second.requests, false);
-    holds_.erase(it);
-  }
-  holds_.emplace(key, Held{node, requests});
-  add_usage(node, requests, true);
-  reindex_if_names_changed();
-}
-
-void ClusterView::release_hold(std::string_view key) {
-  std::unique_lock lock(mutex_);
-  auto it = holds_.find(key);
-  if (it == holds_.end()) return;
-  add_usage(it->second.node, it->second.requests, false);
-  holds_.erase(it);
-  reindex_if_names_changed();
+bool ClusterView::has_pod(std::string_view uid) const {
+  std::shared_lock lock(mutex_);
+  return pods_.find(uid) != pods_.end();
 }
 
 std::vector<std::pair<std::string, std::string>> ClusterView::group_members(std::string_view group) const {
@@ -235,40 +175,6 @@ std::vector<std::pair<std::string, std::string>> ClusterView::group_members(std:
   if (auto g = groups_.find(group); g != groups_.end())
     for (const auto& [uid, node] : g->second) out.emplace_back(uid, node);
   return out;
-}
-
-void ClusterView::remember_pending(const PodRequest& pod) {
-  if (pod.uid.empty()) return;
-  const auto now = Clock::now();
-  std::unique_lock lock(mutex_);
-  if (auto it = pending_.find(pod.uid); it != pending_.end()) {
-    it->second.seen = now;  // the same pod again (/prioritize after /filter): nothing new to copy
-    return;
-  }
-  if (pending_.size() >= kMaxPending) {
-    // More pods between /filter and /bind than any scheduler has: drop the oldest half.
-    std::vector<Clock::time_point> seen;
-    seen.reserve(pending_.size());
-    for (const auto& [uid, p] : pending_) seen.push_back(p.seen);
-    std::nth_element(seen.begin(), seen.begin() + static_cast<std::ptrdiff_t>(seen.size() / 2), seen.end());
-    const Clock::time_point median = seen[seen.size() / 2];
-    std::erase_if(pending_, [&](const auto& entry) { return entry.second.seen <= median; });
-  }
-  pending_.emplace(std::string(pod.uid), Pending{PendingPod::of(pod), now});
-}
-
-std::optional<PendingPod> ClusterView::take_pending(std::string_view uid) {
-  std::unique_lock lock(mutex_);
-  auto it = pending_.find(uid);
-  if (it == pending_.end()) return std::nullopt;
-  PendingPod pod = std::move(it->second.pod);
-  pending_.erase(it);
-  return pod;
-}
-
-size_t ClusterView::prune_pending(Clock::time_point now) {
-  std::unique_lock lock(mutex_);
-  return std::erase_if(pending_, [&](const auto& entry) { return now - entry.second.seen > pending_ttl_; });
 }
 
 std::optional<ResourceAmounts> ClusterView::used_on(std::string_view node) const {
@@ -280,8 +186,7 @@ std::optional<ResourceAmounts> ClusterView::used_on(std::string_view node) const
 std::string ClusterView::describe() const {
   const Stats s = stats();
   return "Kubernetes API watch (" + std::to_string(s.nodes) + " nodes, " + std::to_string(s.pods) +
-         " pods holding resources, " + std::to_string(s.assumed) + " assumed" + (ready() ? "" : ", not synced yet") +
-         ")";
+         " pods holding resources" + (ready() ? "" : ", not synced yet") + ")";
 }
 
 void ClusterView::find_nodes(std::span<const std::string_view> names,
@@ -335,7 +240,6 @@ void ClusterView::lookup(std::span<const std::string_view> names, std::vector<ui
 std::optional<std::pair<std::string, ResourceAmounts>> ClusterView::pod_usage(std::string_view uid) const {
   std::shared_lock lock(mutex_);
   if (auto it = pods_.find(uid); it != pods_.end()) return std::make_pair(it->second.node, it->second.requests);
-  if (auto it = assumed_.find(uid); it != assumed_.end()) return std::make_pair(it->second.node, it->second.requests);
   return std::nullopt;
 }
 
@@ -350,15 +254,10 @@ void ClusterView::visit_costed_pods(
   }
 }
 
-ClusterView::SharedGpuStats ClusterView::shared_gpu_stats() const {
+ClusterView::SharedGpuStats ClusterView::shared_gpu_stats(int64_t smallest_pending) const {
   SharedGpuStats out;
+  out.smallest_pending = smallest_pending;
   std::shared_lock lock(mutex_);
-  for (const auto& [uid, pending] : pending_) {
-    const ResourceAmounts& r = pending.pod.requests;
-    if (!r.has(ViewSchema::kSharedGpuMemory) || r.get(ViewSchema::kSharedGpuMemory) <= 0) continue;
-    const int64_t units = milli_to_units_ceil(r.get(ViewSchema::kSharedGpuMemory));
-    if (out.smallest_pending == 0 || units < out.smallest_pending) out.smallest_pending = units;
-  }
   for (const auto& [name, entry] : nodes_) {
     if (!entry.node) continue;
     const std::optional<SharedGpus> gpus = shared_gpus(NodeInput(&entry.node->view(), &entry.used));
@@ -379,9 +278,6 @@ ClusterView::Stats ClusterView::stats() const {
     std::shared_lock lock(mutex_);
     s.nodes = node_objects_;
     s.pods = pods_.size();
-    s.assumed = assumed_.size();
-    s.holds = holds_.size();
-    s.pending = pending_.size();
     s.node_entries = nodes_.size();
   }
   const int64_t last = last_event_ns_;

@@ -26,7 +26,6 @@ const char* GroupBook::stage_name(Stage stage) {
 }
 
 void GroupBook::on_placed(std::function<void(double)> observer) {
-  std::lock_guard lock(mutex_);
   on_placed_ = std::move(observer);
 }
 
@@ -51,22 +50,26 @@ GroupBook::Slot* GroupBook::take_slot(Group& group, const std::string& uid, cons
   Slot* slot = open_on(true);
   if (!slot) slot = open_on(false);  // placed off the plan: the last slot planned is not needed any more
   if (!slot) return nullptr;
-  view_->release_hold(slot->hold_key);
+  count_held(group, slot->node, false);
   slot->member = uid;
   return slot;
+}
+
+void GroupBook::count_held(const Group& group, const std::string& node, bool add) {
+  view_->count_in_flight(node, group.member.requests, add);
 }
 
 void GroupBook::hold_again(Group& group, const std::string& uid) {
   for (Slot& slot : group.slots)
     if (slot.member == uid) {
-      view_->hold(slot.hold_key, slot.node, group.member.requests);
+      count_held(group, slot.node, true);
       slot.member.clear();
     }
 }
 
 void GroupBook::release_open(Group& group) {
   for (const Slot& slot : group.slots)
-    if (slot.member.empty()) view_->release_hold(slot.hold_key);
+    if (slot.member.empty()) count_held(group, slot.node, false);
   group.slots.erase(std::remove_if(group.slots.begin(), group.slots.end(), [](const Slot& s) { return s.member.empty(); }),
                     group.slots.end());
 }
@@ -142,9 +145,8 @@ bool GroupBook::plan(Group& group, const Policy& policy, const Candidates& candi
   }
   group.waiting.clear();
   for (const std::string& node : group.plan.slots) {
-    Slot slot{node, group.spec.key + "#" + std::to_string(next_hold_++), ""};
-    view_->hold(slot.hold_key, node, group.member.requests);
-    group.slots.push_back(std::move(slot));
+    count_held(group, node, true);
+    group.slots.push_back(Slot{node, ""});
   }
   ++stats_.planned;
   spdlog::info("group {}: planned {} member(s) in {} {} ({:.2f} ms)", group.spec.key, group.plan.slots.size(),
@@ -156,7 +158,6 @@ bool GroupBook::plan(Group& group, const Policy& policy, const Candidates& candi
 
 GroupBook::Admission GroupBook::admit(const PodRequest& pod, const GroupSpec& spec, const std::string& spec_error,
                                       const Policy& policy, const Candidates& candidates, const AnySent& any_sent) {
-  std::lock_guard lock(mutex_);
   Admission a;
   if (!spec_error.empty()) {
     ++stats_.waiting["invalid"];
@@ -248,7 +249,6 @@ void GroupBook::send_back_from_gate(Group& group) {
 
 void GroupBook::reserve(const PendingPod& pod, const std::string& node) {
   if (pod.group.empty()) return;
-  std::lock_guard lock(mutex_);
   auto it = groups_.find(pod.group);
   if (it == groups_.end()) return;  // placed already, or expired: the pod binds as any pod
   Group& group = *it->second;
@@ -268,9 +268,8 @@ void GroupBook::reserve(const PendingPod& pod, const std::string& node) {
   gate_changed_.notify_all();
 }
 
-GroupBook::Gate GroupBook::wait_at_gate(const PendingPod& pod) {
+GroupBook::Gate GroupBook::wait_at_gate(const PendingPod& pod, std::unique_lock<std::mutex>& lock) {
   if (pod.group.empty()) return {};
-  std::unique_lock lock(mutex_);
   auto it = groups_.find(pod.group);
   if (it == groups_.end()) return {};  // placed already, or expired before it passed: binds as any pod
   const GroupPtr group = it->second;   // kept while this member waits, even if the book forgets it
@@ -319,7 +318,6 @@ std::pair<GroupBook::Group*, GroupBook::Member*> GroupBook::member_of(const Pend
 
 void GroupBook::commit(const PendingPod& pod) {
   if (pod.group.empty()) return;
-  std::lock_guard lock(mutex_);
   auto [group, member] = member_of(pod);
   if (!member) return;
   member->step = Member::Step::kBound;
@@ -335,7 +333,6 @@ void GroupBook::commit(const PendingPod& pod) {
 
 void GroupBook::roll_back(const PendingPod& pod) {
   if (pod.group.empty()) return;
-  std::lock_guard lock(mutex_);
   auto [group, member] = member_of(pod);
   if (!member) return;
   hold_again(*group, pod.uid);
@@ -343,7 +340,6 @@ void GroupBook::roll_back(const PendingPod& pod) {
 }
 
 size_t GroupBook::expire(Clock::time_point now) {
-  std::lock_guard lock(mutex_);
   size_t expired = 0;
   for (auto it = groups_.begin(); it != groups_.end();) {
     Group& group = *it->second;
@@ -367,7 +363,6 @@ size_t GroupBook::expire(Clock::time_point now) {
 }
 
 std::optional<GroupBook::Report> GroupBook::report(const std::string& key) const {
-  std::lock_guard lock(mutex_);
   auto it = groups_.find(key);
   if (it == groups_.end()) return std::nullopt;
   const Group& group = *it->second;
@@ -384,7 +379,6 @@ std::optional<GroupBook::Report> GroupBook::report(const std::string& key) const
 }
 
 GroupBook::Stats GroupBook::stats() const {
-  std::lock_guard lock(mutex_);
   Stats s = stats_;
   s.groups = groups_.size();
   s.reserved_gpus_milli = 0;

@@ -13,15 +13,15 @@ namespace gpu_extender {
 
 KubeConnection::KubeConnection(ApiEndpoint endpoint, const ViewSchema& schema, KubeOptions options)
     : api_(std::make_shared<kube::ApiClient>(std::move(endpoint))),
-      view_(std::make_shared<ClusterView>(options.assume_ttl)),
+      view_(std::make_shared<ClusterView>()),
       binder_(std::make_shared<kube::ApiBinder>(api_, schema)),
-      groups_(std::make_shared<GroupBook>(view_, options.group_ttl, options.group_gate)),
+      ledger_(std::make_shared<PlacementLedger>(view_, options.ledger)),
       options_(options) {
   kube::ReflectorOptions reflector_options;
   reflector_options.watch_timeout = options.watch_timeout;
   reflector_options.idle_timeout = std::chrono::milliseconds(options.watch_timeout) + std::chrono::seconds(60);
   for (auto kind : {kube::Reflector::Kind::kNodes, kube::Reflector::Kind::kPods})
-    reflectors_.push_back(std::make_unique<kube::Reflector>(kind, api_, view_, schema, reflector_options));
+    reflectors_.push_back(std::make_unique<kube::Reflector>(kind, api_, view_, ledger_, schema, reflector_options));
   view_->set_watch_hurry([api = api_] { return api->hurry_watches(); });
 }
 
@@ -47,14 +47,12 @@ void KubeConnection::start() {
   if (elector_) elector_->start();
   if (cost_keeper_) cost_keeper_->start();
   threads_.emplace_back([this] {
-    name_this_thread("view-expiry");
+    name_this_thread("ledger-expiry");
     bool stale_logged = false;
     while (!stopping_) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      if (const size_t expired = view_->expire_assumed())
-        spdlog::info("cluster view: {} assumed pod(s) expired without the watch confirming them", expired);
-      view_->prune_pending();
-      groups_->expire();
+      if (const size_t expired = ledger_->expire().assumed)
+        spdlog::info("placement ledger: {} assumed pod(s) expired without the watch confirming them", expired);
       const ClusterView::Stats s = view_->stats();
       const bool stale = s.seconds_since_event > static_cast<double>(options_.stale_after.count());
       if (stale && !stale_logged) {

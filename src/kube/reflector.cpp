@@ -31,8 +31,13 @@ std::string url_escape(const std::string& text) {
 }  // namespace
 
 Reflector::Reflector(Kind kind, std::shared_ptr<const ApiClient> api, std::shared_ptr<ClusterView> view,
-                     ViewSchema schema, ReflectorOptions options)
-    : kind_(kind), api_(std::move(api)), view_(std::move(view)), schema_(std::move(schema)), options_(options) {}
+                     std::shared_ptr<PlacementLedger> ledger, ViewSchema schema, ReflectorOptions options)
+    : kind_(kind),
+      api_(std::move(api)),
+      view_(std::move(view)),
+      ledger_(std::move(ledger)),
+      schema_(std::move(schema)),
+      options_(options) {}
 
 void Reflector::stop() {
   stopping_ = true;
@@ -141,6 +146,7 @@ bool Reflector::list() {
   } while (!continue_token.empty() && !stopping_);
   if (kind_ == Kind::kPods) {
     view_->replace_pods(pods);
+    ledger_->observe_relist(pods);
     view_->mark_pods_synced();
     spdlog::info("cluster view: listed {} pods holding resources (resourceVersion {})", pods.size(),
                  meta.resource_version);
@@ -165,8 +171,11 @@ bool Reflector::apply_event(std::string_view line, WatchEnd& end) {
       if (header.type == "ADDED" || header.type == "MODIFIED") {
         check_understood(pod);
         view_->upsert_pod(pod);
+        ledger_->observe_pod(pod);
+      } else if (header.type == "DELETED") {
+        view_->delete_pod(pod.uid);
+        ledger_->observe_deleted(pod.uid);
       }
-      else if (header.type == "DELETED") view_->delete_pod(pod.uid);
     } else {
       NodeView node;
       header = decoder_.decode_node_event(line, schema_, node);

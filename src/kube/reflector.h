@@ -1,5 +1,6 @@
 #pragma once
-// List-then-watch of one kind of object (pods on nodes, or nodes) into the ClusterView, as client-go's
+// List-then-watch of one kind of object (pods on nodes, or nodes) into the ClusterView (and, for pods,
+// then into the placement ledger, which forgets the assumptions the watch confirms), as client-go's
 // reflector does: a paginated LIST gives a resourceVersion, a WATCH from there streams changes
 // (with bookmarks), a dropped stream resumes from the last version seen, and "410 Gone" (or an ERROR
 // event) means the version is too old: list again. Failures back off exponentially, capped.
@@ -14,6 +15,7 @@
 
 #include "api_client.h"
 #include "gpu_extender/cluster_view.h"
+#include "gpu_extender/placement_ledger.h"
 #include "gpu_extender/wire.h"
 
 namespace gpu_extender::kube {
@@ -22,7 +24,7 @@ struct ReflectorOptions {
   std::chrono::seconds watch_timeout{300};         // asked of the server (timeoutSeconds)
   std::chrono::milliseconds idle_timeout{360000};  // nothing at all for this long: reconnect
   // Events of a burst read together, once per this (ApiClient::watch): a pod bound in a burst reaches
-  // the view up to this late. The extender's own binds do not wait for it (the view counts a pod as
+  // the view up to this late. The extender's own binds do not wait for it (the ledger counts a pod as
   // assumed from its /bind on), so this delays what others do, by less than a scheduling cycle.
   std::chrono::milliseconds watch_batch{40};
   std::chrono::milliseconds min_backoff{200};
@@ -33,8 +35,8 @@ struct ReflectorOptions {
 class Reflector {
  public:
   enum class Kind { kPods, kNodes };
-  Reflector(Kind kind, std::shared_ptr<const ApiClient> api, std::shared_ptr<ClusterView> view, ViewSchema schema,
-            ReflectorOptions options = {});
+  Reflector(Kind kind, std::shared_ptr<const ApiClient> api, std::shared_ptr<ClusterView> view,
+            std::shared_ptr<PlacementLedger> ledger, ViewSchema schema, ReflectorOptions options = {});
 
   void run();
   void stop();
@@ -61,6 +63,7 @@ class Reflector {
   Kind kind_;
   std::shared_ptr<const ApiClient> api_;
   std::shared_ptr<ClusterView> view_;
+  std::shared_ptr<PlacementLedger> ledger_;  // told of pods after the view
   ViewSchema schema_;
   ReflectorOptions options_;
   std::string resource_version_;

@@ -24,20 +24,20 @@ prometheus::MetricFamily one(const char* name, const char* help, MetricType type
 
 }  // namespace
 
-GroupMetrics::GroupMetrics(prometheus::Registry& registry, std::shared_ptr<GroupBook> book)
-    : book_(std::move(book)),
+GroupMetrics::GroupMetrics(prometheus::Registry& registry, std::shared_ptr<PlacementLedger> ledger)
+    : ledger_(std::move(ledger)),
       placement_(&prometheus::BuildHistogram()
                       .Name("gpu_extender_group_placement_seconds")
                       .Help("Seconds from a pod group's first member seen to its last member bound.")
                       .Register(registry)
                       .Add({}, kPlacementBuckets)) {
-  book_->on_placed([h = placement_](double seconds) { h->Observe(seconds); });
+  ledger_->on_group_placed([h = placement_](double seconds) { h->Observe(seconds); });
 }
 
-GroupMetrics::~GroupMetrics() { book_->on_placed(nullptr); }
+GroupMetrics::~GroupMetrics() { ledger_->on_group_placed(nullptr); }
 
 std::vector<prometheus::MetricFamily> GroupMetrics::collect() const {
-  const GroupBook::Stats s = book_->stats();
+  const GroupBook::Stats s = ledger_->stats().groups;
   std::vector<prometheus::MetricFamily> out;
   out.push_back(one("gpu_extender_groups_planned_total", "Pod groups planned whole (their room held at once).",
                     MetricType::Counter, static_cast<double>(s.planned)));

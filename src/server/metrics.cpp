@@ -66,11 +66,13 @@ class CounterChildren {
 // Cluster-view gauges and watch counters, computed when Prometheus scrapes.
 class ClusterCollector final : public prometheus::Collectable {
  public:
-  ClusterCollector(std::shared_ptr<const ClusterView> view, std::function<std::vector<WatchCounts>()> watches)
-      : view_(std::move(view)), watches_(std::move(watches)) {}
+  ClusterCollector(std::shared_ptr<const ClusterView> view, std::shared_ptr<const PlacementLedger> ledger,
+                   std::function<std::vector<WatchCounts>()> watches)
+      : view_(std::move(view)), ledger_(std::move(ledger)), watches_(std::move(watches)) {}
 
   std::vector<MetricFamily> Collect() const override {
     const ClusterView::Stats s = view_->stats();
+    const PlacementLedger::Stats in_flight = ledger_->stats();
     std::vector<MetricFamily> out;
     auto gauge = [&](const char* name, const char* help, double value) {
       MetricFamily f{name, help, MetricType::Gauge, {}};
@@ -82,8 +84,8 @@ class ClusterCollector final : public prometheus::Collectable {
     gauge("gpu_extender_cluster_nodes", "Nodes in the extender's cluster view.", static_cast<double>(s.nodes));
     gauge("gpu_extender_cluster_pods", "Pods holding resources on a node, in the cluster view.", static_cast<double>(s.pods));
     gauge("gpu_extender_cluster_assumed_pods", "Pods bound by /bind and not yet confirmed by the watch.",
-          static_cast<double>(s.assumed));
-    const ClusterView::SharedGpuStats shared = view_->shared_gpu_stats();
+          static_cast<double>(in_flight.assumed));
+    const ClusterView::SharedGpuStats shared = view_->shared_gpu_stats(ledger_->smallest_pending_shared_gpu_memory());
     gauge("gpu_extender_shared_gpu_devices", "GPUs shared by memory (gpushare's gpu-count) on the nodes in the view.",
           static_cast<double>(shared.devices));
     gauge("gpu_extender_shared_gpu_free_memory", "Free shared GPU memory on those GPUs, in the policy's unit (GiB or MiB).",
@@ -128,6 +130,7 @@ class ClusterCollector final : public prometheus::Collectable {
 
  private:
   std::shared_ptr<const ClusterView> view_;
+  std::shared_ptr<const PlacementLedger> ledger_;
   std::function<std::vector<WatchCounts>()> watches_;
 };
 
@@ -309,16 +312,14 @@ std::vector<MetricFamily> server_families(const ServerCounts& c) {
 }
 }  // namespace
 
-void Metrics::attach_cluster(std::shared_ptr<const ClusterView> view, std::function<std::vector<WatchCounts>()> watches) {
-  impl_->cluster = std::make_shared<ClusterCollector>(std::move(view), std::move(watches));
+void Metrics::attach_cluster(std::shared_ptr<const ClusterView> view, std::shared_ptr<PlacementLedger> ledger,
+                             std::function<std::vector<WatchCounts>()> watches) {
+  impl_->groups = std::make_unique<GroupMetrics>(*impl_->registry, ledger);
+  impl_->cluster = std::make_shared<ClusterCollector>(std::move(view), std::move(ledger), std::move(watches));
 }
 
 void Metrics::attach_utilization(std::shared_ptr<const GpuUtilizationSource> source) {
   impl_->utilization = std::make_shared<UtilizationCollector>(std::move(source));
-}
-
-void Metrics::attach_groups(std::shared_ptr<GroupBook> book) {
-  impl_->groups = std::make_unique<GroupMetrics>(*impl_->registry, std::move(book));
 }
 
 void Metrics::attach_deletion_costs(std::function<std::optional<DeletionCostStats>()> stats) {

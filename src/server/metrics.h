@@ -14,6 +14,7 @@
 #include "gpu_extender/extender_service.h"
 #include "gpu_extender/gpu_utilization.h"
 #include "gpu_extender/kube_connection.h"
+#include "gpu_extender/placement_ledger.h"
 
 namespace prometheus {
 class Registry;
@@ -38,14 +39,14 @@ class Metrics {
   // One request of `verb` ("filter", ...), its status, duration, body size, and what the verb did.
   void observe(std::string_view verb, int status, double seconds, size_t body_bytes, const VerbSummary& summary);
   void count_reload(bool ok);
-  // Cluster-view gauges and watch counters, read at each scrape.
-  void attach_cluster(std::shared_ptr<const ClusterView> view, std::function<std::vector<WatchCounts>()> watches);
+  // Cluster-view and placement-ledger gauges, watch counters, and gpu_extender_group* (pod groups,
+  // group_metrics.h), read at each scrape.
+  void attach_cluster(std::shared_ptr<const ClusterView> view, std::shared_ptr<PlacementLedger> ledger,
+                      std::function<std::vector<WatchCounts>()> watches);
   // gpu_extender_gpu_utilization_*: the age of the last good Prometheus answer, query errors, nodes.
   void attach_utilization(std::shared_ptr<const GpuUtilizationSource> source);
   // gpu_extender_deletion_cost_*: leader or not, patches by outcome, pods by cost bucket.
   void attach_deletion_costs(std::function<std::optional<DeletionCostStats>()> stats);
-  // gpu_extender_group*: pod groups, read from the book at each scrape (group_metrics.h).
-  void attach_groups(std::shared_ptr<GroupBook> book);
   // Server gauges; `counts` is called at each scrape, from the scraping thread.
   void attach_server(std::function<ServerCounts()> counts);
 

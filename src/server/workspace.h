@@ -16,8 +16,7 @@
 #include "gpu_extender/node_source.h"
 #include "gpu_extender/policy.h"
 #include "gpu_extender/wire.h"
-#include "gpu_extender/wire_encode.h"
-#include "gpu_extender/group_book.h"
+#include "gpu_extender/placement_ledger.h"
 #include "gpu_extender/wire_encode.h"
 #include "verbs/names_mode.h"
 

@@ -1,12 +1,14 @@
 // gpu-extender simulate: place pending pods one after another (filter, score, choose the best, count it
-// on its node), as the scheduler would with this policy, on a cluster described by files.
+// on its node), as the scheduler would with this policy, on a cluster described by files. Groups are
+// planned and held by the extender's own placement ledger.
 #include <cstdio>
 #include <deque>
 #include <iomanip>
-#include <map>
+#include <algorithm>
 
 #include "gpu_extender/explain.h"
 #include "gpu_extender/gpu_share.h"
+#include "gpu_extender/placement_ledger.h"
 #include "common/json_writer.h"
 #include "tools.h"
 #include "tool_inputs.h"
@@ -42,58 +44,67 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out, std::o
     tools::Document nodes_doc, place_doc;
     const std::vector<NodeView> nodes = tools::load_nodes(flags.get("--nodes"), schema, nodes_doc);
     const std::vector<PodRequest> pending = tools::load_pods(flags.get("--place"), schema, place_doc);
-    // Usage starts from the snapshot (or nothing in use) and grows with every pod placed.
-    UsageByNode usage = tools::load_usage(flags, schema).value_or(UsageByNode{});
+    // The cluster as the extender holds it: a view with the snapshot's usage (or nothing in use), and
+    // the placement ledger over it, which plans groups, holds their room and counts every pod placed,
+    // as /filter, /prioritize and /bind do (no gate: the members come one after another here).
+    auto view = std::make_shared<ClusterView>();
+    for (const NodeView& n : nodes) view->upsert_node(n);
+    std::vector<ClusterView::BoundPod> in_use;
+    for (const auto& [node, used] : tools::load_usage(flags, schema).value_or(UsageByNode{}))
+      in_use.push_back({"snapshot/" + node, node, used, nullptr});
+    view->replace_pods(in_use);
+    LedgerOptions no_gate;
+    no_gate.group_gate = std::chrono::milliseconds(0);
+    PlacementLedger ledger(view, no_gate);
 
     const bool json = flags.get("--format") == "json";
     std::string json_out = "[";
     if (!json) out << std::left << std::setw(28) << "POD" << std::setw(20) << "NODE" << std::setw(7) << "SCORE" << "WHY\n";
-    struct GroupSlots {
-      bool planned = false;
-      std::string where;
-      std::deque<std::string> slots;  // planned nodes no member has taken yet
-    };
-    std::map<std::string, GroupSlots> groups;
+    std::deque<ResourceAmounts> used(nodes.size());
+    std::vector<NodeInput> inputs;
     for (size_t p = 0; p < pending.size(); ++p) {
-      const PodRequest& pod = pending[p];
-      std::vector<NodeInput> inputs;
-      for (const NodeView& n : nodes) {
-        auto it = usage.find(n.name);
-        inputs.push_back({&n, it == usage.end() ? &kNothingInUse : &it->second});
+      PodRequest pod = pending[p];
+      // The ledger keys pods by UID; a pod written by hand may have none.
+      const std::string uid = pod.uid.empty() ? "simulated/" + std::to_string(p) : std::string(pod.uid);
+      pod.uid = uid;
+      inputs.clear();
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        used[i] = view->used_on(nodes[i].name).value_or(ResourceAmounts{});
+        inputs.push_back({&nodes[i], &used[i]});
+      }
+      // A group member: the ledger's plan, made by the first member and held for the rest. On its open
+      // nodes the slot held for this member is taken off before the policy judges them, as the
+      // extender's /filter does; it goes to the best of them (its /prioritize ranks them first).
+      std::string group_error;
+      const std::optional<GroupSpec> spec = group_spec_of(pod, schema, group_error);
+      GroupBook::Admission a;
+      if (spec) {
+        a = ledger.admit(pod, *spec, group_error, *policy, [&] { return std::span<const NodeInput>(inputs); },
+                         [](std::span<const std::string>) { return true; });
+        for (size_t i = 0; i < nodes.size(); ++i) {  // read again: the plan just made holds its room
+          used[i] = view->used_on(nodes[i].name).value_or(ResourceAmounts{});
+          if (std::binary_search(a.open.begin(), a.open.end(), nodes[i].name)) used[i].subtract(pod.requests);
+        }
       }
       const Explanation e = explain(*policy, pod, inputs);
       const NodeExplanation* best = best_node(e);
       std::string why;
       int shared_gpu = -1;
-      if (e.group) {
-        // A group member: the first one's plan holds every member's node at once (as the extender
-        // does); each member then takes the next planned node.
+      ResourceAmounts held = pod.requests;
+      if (spec) {
         best = nullptr;
-        GroupSlots& group = groups[PendingPod::group_key_of(pod)];
-        if (!group.planned && e.group->plan.planned) {
-          group.planned = true;
-          group.where = e.group->plan.domains.empty() ? std::string() : e.group->plan.domains.front();
-          for (const std::string& node : e.group->plan.slots) {
-            group.slots.push_back(node);
-            usage[node].add(pod.requests);
-          }
-        }
-        if (!group.slots.empty()) {
+        if (a.kind == GroupBook::Admission::Kind::kPlanned) {
           for (const NodeExplanation& n : e.nodes)
-            if (n.node == group.slots.front()) best = &n;
-          group.slots.pop_front();
-          why = "group plan: " + group.where;
+            if (!best && n.verdict.passed() && std::binary_search(a.open.begin(), a.open.end(), n.node)) best = &n;
+          why = best ? a.plan : "unschedulable: " + a.plan + ", and the policy refuses those nodes";
         } else {
-          why = "unschedulable: " + (e.group->error.empty() ? (group.planned ? "its group is placed already" : e.group->plan.reason)
-                                                            : e.group->error);
+          why = "unschedulable: " + a.reason;
         }
       } else if (best) {
         // The pod holds what it requests; its shared GPU memory on the device /bind would choose.
-        ResourceAmounts held = pod.requests;
         if (pod.wants_shared_gpu())
-          for (const NodeView& n : nodes)
-            if (n.name == best->node) shared_gpu = assign_shared_gpu({&n, &usage[best->node]}, pod.placement, held);
-        usage[best->node].add(held);
+          for (size_t i = 0; i < nodes.size(); ++i)
+            if (nodes[i].name == best->node) shared_gpu = assign_shared_gpu(inputs[i], pod.placement, held);
         char combined[32];
         std::snprintf(combined, sizeof combined, "%.1f", best->combined);
         why = "combined " + std::string(combined);
@@ -105,6 +116,12 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out, std::o
         for (const auto& n : e.nodes) refused += n.verdict.passed() ? 0 : 1;
         why = "unschedulable: " + std::to_string(refused) + " node(s) refused" +
               (e.nodes.empty() ? "" : "; e.g. " + e.nodes.front().node + ": " + e.nodes.front().verdict.reason);
+      }
+      if (best) {  // bound: /bind's steps in the ledger
+        const PendingPod bound = PendingPod::of(pod);
+        ledger.reserve(bound, best->node, held);
+        if (ledger.wait_at_gate(bound).ok) ledger.commit(bound);
+        else ledger.roll_back(bound);
       }
       if (json) {
         if (p) json_out += ",";

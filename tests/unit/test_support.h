@@ -90,6 +90,23 @@ inline gpu_extender::PodRequest gpu_pod(int gpus, std::optional<std::string_view
   return p;
 }
 
+// A pod of `gpus` GPUs as the watch reports it: on `node` ("" while unbound), in `phase`.
+inline gpu_extender::PodRequest watched_pod(std::string_view uid, std::string_view node, int gpus,
+                                            std::string_view phase = "Running") {
+  gpu_extender::PodRequest p;
+  p.uid = uid;
+  p.node_name = node;
+  p.phase = phase;
+  p.requests.set(gpu_extender::ViewSchema::kGpuResource, gpus * 1000LL);
+  return p;
+}
+
+// GPUs counted on `node` by `view` (any UsageSource).
+template <typename View>
+int64_t gpus_on(const View& view, std::string_view node) {
+  return view.used_on(node)->get(gpu_extender::ViewSchema::kGpuResource) / 1000;
+}
+
 inline gpu_extender::ResourceAmounts used(size_t resource, int64_t units) {
   gpu_extender::ResourceAmounts a;
   a.set(resource, units * 1000);

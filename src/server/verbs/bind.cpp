@@ -1,6 +1,7 @@
 // POST /bind: checks that the pod is the one scheduled and belongs to this extender's schedulers,
-// counts it on its node at once (so the next pod's /filter sees it), then binds it through the API
-// server; undone when the bind fails.
+// reserves it on its node in the placement ledger at once (so the next pod's /filter sees it), waits at
+// its group's gate when it is a group member, then binds it through the API server; the ledger's
+// commit or roll back ends it.
 //
 // A pod that shares a GPU by memory (gpushare's protocol) gets its device here, as gpushare's extender
 // does: chosen and counted under one lock, so two binds to one node never take the same free memory
@@ -14,7 +15,7 @@
 #include <chrono>
 #include <optional>
 
-#include "gpu_extender/group_book.h"
+#include "gpu_extender/placement_ledger.h"
 #include "gpu_extender/gpu_share.h"
 #include "gpu_extender/quantity.h"
 #include "gpu_extender/wire_encode.h"
@@ -58,7 +59,7 @@ std::optional<PendingPod> find_pod(const VerbContext& ctx, const BindingArgs& ar
     return std::nullopt;
   }
   std::optional<PendingPod> pod;
-  if (ctx.parts.cluster) pod = ctx.parts.cluster->take_pending(args.pod_uid);
+  if (ctx.parts.ledger) pod = ctx.parts.ledger->take_pending(args.pod_uid);
   if (!pod) {
     Binder::Fetched fetched = ctx.parts.binder->fetch_pod(args.pod_namespace, args.pod_name);
     pod = std::move(fetched.pod);
@@ -76,12 +77,12 @@ std::array<std::string, 5> shared_gpu_annotation_names(const ViewSchema& schema)
           "ALIYUN_COM_GPU_MEM_ASSIGNED", "ALIYUN_COM_GPU_MEM_ASSUME_TIME"};
 }
 
-// The shared-GPU step: chooses the device for the pod's shared memory on args.node and counts the
+// The shared-GPU step: chooses the device for the pod's shared memory on args.node and reserves the
 // pod there at once; the device, and the annotations that tell the device plugin.
 Status assume_on_shared_gpu(const VerbContext& ctx, const Policy& policy, const BindingArgs& args,
                             const PendingPod& pod, Binder::Annotations& annotations, int& device) {
   const std::string label = label_of(args);
-  if (!ctx.parts.cluster)
+  if (!ctx.parts.cluster || !ctx.parts.ledger)
     return Status::failed("cannot bind pod " + label + ": sharing a GPU needs the extender's cluster view (Kubernetes API access)");
   std::vector<std::shared_ptr<const CachedNode>> found;
   const std::string_view name = args.node;
@@ -100,7 +101,7 @@ Status assume_on_shared_gpu(const VerbContext& ctx, const Policy& policy, const 
     return Status::failed("cannot bind pod " + label + " to " + args.node + ": no GPU there has " +
                           std::to_string(pod_units) + " " + unit + " free" +
                           (gpus ? " (" + describe_shared_gpus(*gpus, unit) + ")" : std::string(" (it shares none)")));
-  ctx.parts.cluster->assume_pod(args.pod_uid, args.node, held);
+  ctx.parts.ledger->reserve(pod, args.node, held);
   const auto now_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   const auto names = shared_gpu_annotation_names(policy.schema());
@@ -138,36 +139,31 @@ Status bind_pod(const VerbContext& ctx, const Policy& policy, const BindingArgs&
     summary.bind_result = refusal.ok() ? BindResult::kBound : BindResult::kRefused;
     return refusal;
   }
-  // Count the pod on its node before the API call, so that the next pod's /filter and /prioritize
-  // (which may be waiting for this very moment) see it; undone if the bind fails.
+  // Reserve the pod on its node before the API call, so that the next pod's /filter and /prioritize
+  // (which may be waiting for this very moment) see it; a group member takes its slot in the same step.
   const bool shares_gpu = pod->requests.has(ViewSchema::kSharedGpuMemory) && pod->requests.get(ViewSchema::kSharedGpuMemory) > 0;
+  PlacementLedger* ledger = ctx.parts.ledger.get();
   Binder::Annotations device;
   int shared_gpu = -1;
   Status bound = Status::done();
   if (shares_gpu) bound = assume_on_shared_gpu(ctx, policy, args, *pod, device, shared_gpu);
-  else if (ctx.parts.cluster) ctx.parts.cluster->assume_pod(args.pod_uid, args.node, pod->requests);
-  // A group member takes its slot as it is counted (the next member's /filter must not see both the
-  // pod and the room held for it).
-  if (bound.ok() && ctx.parts.groups) ctx.parts.groups->reserve(*pod, args.node);
+  else if (ledger) ledger->reserve(*pod, args.node, pod->requests);
   // The next pod's /filter waits for this moment (the pod counted), not for the group's gate.
   ctx.tracker.bind_arrived(args.pod_uid);
   // A member waits at its group's gate until every member has passed: all of a group bind, or none.
-  bool passed_gate = false;
-  if (bound.ok() && ctx.parts.groups) {
-    const GroupBook::Gate gate = ctx.parts.groups->wait_at_gate(*pod);
-    passed_gate = gate.ok;
+  if (bound.ok() && ledger) {
+    const GroupBook::Gate gate = ledger->wait_at_gate(*pod);
     if (!gate.ok) bound = Status::failed("cannot bind pod " + label_of(args) + " to " + args.node + ": " + gate.reason);
   }
   if (bound.ok() && !device.empty()) bound = ctx.parts.binder->annotate(args.pod_namespace, args.pod_name, args.pod_uid, device);
   const bool annotated = bound.ok() && !device.empty();
   if (bound.ok()) bound = ctx.parts.binder->bind(args);
   summary.bind_result = bound.ok() ? BindResult::kBound : BindResult::kFailed;
-  // The undo, in the reverse order: the group's slot held again, the device annotations withdrawn, the
-  // pod no longer counted on its node.
-  if (passed_gate && bound.ok()) ctx.parts.groups->commit(*pod);
-  if (passed_gate && !bound.ok()) ctx.parts.groups->roll_back(*pod);
+  // The undo: the device annotations withdrawn, then the ledger's one step (the group's slot held
+  // again, the pod no longer counted on its node).
   if (!bound.ok() && annotated) withdraw_shared_gpu(ctx, policy, args);
-  if (!bound.ok() && ctx.parts.cluster) ctx.parts.cluster->release_assumed(args.pod_uid);
+  if (ledger && bound.ok()) ledger->commit(*pod);
+  if (ledger && !bound.ok()) ledger->roll_back(*pod);
   if (shares_gpu && bound.ok()) {
     summary.shared_gpu_device = shared_gpu;
     summary.detail = "GPU " + std::to_string(shared_gpu) + " of " + args.node;

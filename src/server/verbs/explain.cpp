@@ -4,7 +4,7 @@
 
 #include "gpu_extender/explain.h"
 #include "gpu_extender/gpu_utilization.h"
-#include "gpu_extender/group_book.h"
+#include "gpu_extender/placement_ledger.h"
 #include "verb_context.h"
 
 namespace gpu_extender::verbs {
@@ -54,8 +54,8 @@ int explain(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
   Explanation e = gpu_extender::explain(*ws.policy, args.pod, inputs);
   if (ctx.parts.utilization) add_utilization_facts(*ctx.parts.utilization, e);
   // A group being placed: the book's plan, with the slots its members took, rather than a new one.
-  if (e.group && ctx.parts.groups)
-    if (const auto report = ctx.parts.groups->report(PendingPod::group_key_of(args.pod))) {
+  if (e.group && ctx.parts.ledger)
+    if (const auto report = ctx.parts.ledger->group_report(PendingPod::group_key_of(args.pod))) {
       e.group->plan = report->plan;
       e.group->live = true;
       e.group->bound = report->bound;

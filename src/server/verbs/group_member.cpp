@@ -61,7 +61,7 @@ GroupJudgement judge_group_member(const VerbContext& ctx, Workspace& ws, const E
   std::string spec_error;
   const std::optional<GroupSpec> spec = group_spec_of(args.pod, ws.policy->schema(), spec_error);
   if (!spec) return GroupJudgement::kNotMember;
-  if (!ctx.parts.cluster || !ctx.parts.groups) {
+  if (!ctx.parts.cluster || !ctx.parts.ledger) {
     error = "pod " + pod_label(args.pod) + " is in group " + spec->key +
             ": placing a group whole needs the extender's cluster view (Kubernetes API access: in a pod, or "
             "--kubeconfig) to see every node's usage and hold the group's room; this extender has none";
@@ -77,7 +77,7 @@ GroupJudgement judge_group_member(const VerbContext& ctx, Workspace& ws, const E
     return std::any_of(args.node_names.begin(), args.node_names.end(),
                        [&](std::string_view name) { return std::binary_search(open.begin(), open.end(), name); });
   };
-  g.admission = ctx.parts.groups->admit(args.pod, *spec, spec_error, *ws.policy, candidates,
+  g.admission = ctx.parts.ledger->admit(args.pod, *spec, spec_error, *ws.policy, candidates,
                                         [](std::span<const std::string>) { return true; });
   const size_t count = args.node_names.size();
   using Kind = GroupBook::Admission::Kind;
@@ -105,7 +105,7 @@ GroupJudgement judge_group_member(const VerbContext& ctx, Workspace& ws, const E
       g.encoded[i] = {v.fit, json};
     }
     if (found > 0 || pass > 0) break;
-    g.admission = ctx.parts.groups->admit(args.pod, *spec, spec_error, *ws.policy, candidates, sent);
+    g.admission = ctx.parts.ledger->admit(args.pod, *spec, spec_error, *ws.policy, candidates, sent);
   }
   if (args.full_mode) {  // the encoder takes a verdict per node
     g.verdicts.clear();

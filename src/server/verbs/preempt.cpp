@@ -42,7 +42,7 @@ std::optional<ResourceAmounts> usage_without_victims(const VerbContext& ctx, con
   for (const auto& victim : c.victims) {
     std::optional<ResourceAmounts> frees = victim.requests;
     if (!frees) {
-      auto known = ctx.parts.cluster->pod_usage(victim.uid);
+      auto known = ctx.parts.ledger->pod_usage(victim.uid);
       if (known && known->first == c.node) frees = known->second;
     }
     if (!frees) continue;

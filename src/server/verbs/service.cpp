@@ -4,6 +4,7 @@
 
 #include "common/json_writer.h"
 #include "gpu_extender/gpu_utilization.h"
+#include "gpu_extender/placement_ledger.h"
 #include "gpu_extender/wire_encode.h"
 #include "verb_context.h"
 
@@ -58,6 +59,7 @@ ExtenderService::ExtenderService(ServiceParts parts)
       // Waiting for binds makes sense only where this extender binds.
       tracker_(std::make_unique<BindTracker>(parts_.binder ? parts_.bind_wait : std::chrono::milliseconds(0))) {
   if (!parts_.policies) parts_.policies = std::make_shared<PolicyHolder>(parts_.policy);
+  if (parts_.cluster && !parts_.ledger) parts_.ledger = std::make_shared<PlacementLedger>(parts_.cluster);
   parts_.policy = nullptr;  // the holder's is the one in force
   if (!parts_.usage) parts_.usage = parts_.cluster ? std::shared_ptr<const UsageSource>(parts_.cluster) : make_no_usage();
 }
@@ -110,7 +112,7 @@ const ExtenderArgs& decode_args(const VerbContext& ctx, Workspace& ws, VerbSumma
   summary.pod = pod_label(args.pod);
   summary.nodes_in = args.node_names.size();
   if (scheduling) {
-    if (ctx.parts.cluster) ctx.parts.cluster->remember_pending(args.pod);  // /bind will need its requests
+    if (ctx.parts.ledger) ctx.parts.ledger->remember_pending(args.pod);  // /bind will need its requests
     // The pod scored just before this one may be on its way to /bind: judge this one on usage that
     // counts it (usage is read after the wait).
     summary.bind_wait_ms =

@@ -8,59 +8,35 @@ using namespace gpu_extender;
 using namespace std::chrono_literals;
 
 namespace {
-PodRequest bound(std::string_view uid, std::string_view node, int gpus, std::string_view phase = "Running") {
-  PodRequest p;
-  p.uid = uid;
-  p.node_name = node;
-  p.phase = phase;
-  p.requests.set(ViewSchema::kGpuResource, gpus * 1000LL);
-  return p;
-}
-int64_t gpus_on(const ClusterView& v, std::string_view node) {
-  return v.used_on(node)->get(ViewSchema::kGpuResource) / 1000;
-}
+using test_support::gpus_on;
+using test_support::watched_pod;
 }  // namespace
 
 TEST_CASE("cluster view: pods add, move, finish and leave") {
   ClusterView v;
-  v.upsert_pod(bound("a", "n1", 2));
-  v.upsert_pod(bound("b", "n1", 3));
+  v.upsert_pod(watched_pod("a", "n1", 2));
+  v.upsert_pod(watched_pod("b", "n1", 3));
   CHECK(gpus_on(v, "n1") == 5);
-  v.upsert_pod(bound("a", "n1", 2));  // MODIFIED without change: counted once
+  v.upsert_pod(watched_pod("a", "n1", 2));  // MODIFIED without change: counted once
   CHECK(gpus_on(v, "n1") == 5);
-  v.upsert_pod(bound("b", "n1", 3, "Succeeded"));
+  v.upsert_pod(watched_pod("b", "n1", 3, "Succeeded"));
   CHECK(gpus_on(v, "n1") == 2);
   v.delete_pod("a");
   CHECK(gpus_on(v, "n1") == 0);
-  v.upsert_pod(bound("c", "", 8, "Pending"));  // not on a node: holds nothing
+  v.upsert_pod(watched_pod("c", "", 8, "Pending"));  // not on a node: holds nothing
   CHECK(v.stats().pods == 0);
 }
 
-TEST_CASE("cluster view: assumed pods count until confirmed or expired") {
-  ClusterView v(1000ms);
-  ResourceAmounts four;
-  four.set(ViewSchema::kGpuResource, 4000);
-  v.assume_pod("x", "n1", four);
-  CHECK(gpus_on(v, "n1") == 4);
-  v.upsert_pod(bound("x", "n1", 4));  // the watch confirms: still 4, not 8
-  CHECK(gpus_on(v, "n1") == 4);
-  CHECK(v.stats().assumed == 0);
-  v.assume_pod("y", "n2", four);
-  CHECK(v.expire_assumed(ClusterView::Clock::now()) == 0);
-  CHECK(v.expire_assumed(ClusterView::Clock::now() + 2s) == 1);
-  CHECK(gpus_on(v, "n2") == 0);
-  v.assume_pod("x", "n1", four);  // already counted by the watch: no double count
-  CHECK(gpus_on(v, "n1") == 4);
-}
-
-TEST_CASE("cluster view: a relist replaces pods but keeps unconfirmed assumptions") {
+TEST_CASE("cluster view: a relist replaces pods but keeps what is counted in flight") {
   ClusterView v;
-  v.upsert_pod(bound("old", "n1", 2));
+  v.upsert_pod(watched_pod("old", "n1", 2));
   ResourceAmounts one;
   one.set(ViewSchema::kGpuResource, 1000);
-  v.assume_pod("new", "n1", one);
-  v.replace_pods({{"fresh", "n1", bound("fresh", "n1", 3).requests, nullptr}});
-  CHECK(gpus_on(v, "n1") == 4);  // fresh 3 + assumed 1; "old" is gone
+  v.count_in_flight("n1", one, true);  // the ledger's: an assumed pod, or a group's held room
+  v.replace_pods({{"fresh", "n1", watched_pod("fresh", "n1", 3).requests, nullptr}});
+  CHECK(gpus_on(v, "n1") == 4);  // fresh 3 + in flight 1; "old" is gone
+  v.count_in_flight("n1", one, false);
+  CHECK(gpus_on(v, "n1") == 3);
   CHECK(v.pod_usage("fresh")->first == "n1");
   CHECK_FALSE(v.pod_usage("old").has_value());
 }
@@ -97,7 +73,7 @@ TEST_CASE("cluster view: a deleted node leaves no entry once nothing runs on it"
   n2.name = "n2";
   v.upsert_node(n1);
   v.upsert_node(n2);
-  v.upsert_pod(bound("a", "n2", 2));
+  v.upsert_pod(watched_pod("a", "n2", 2));
   CHECK(v.stats().node_entries == 2);
   v.delete_node("n1");
   CHECK(v.stats().node_entries == 1);
@@ -112,38 +88,6 @@ TEST_CASE("cluster view: a deleted node leaves no entry once nothing runs on it"
   CHECK(v.stats().node_entries == 0);
 }
 
-TEST_CASE("cluster view: the pending-pod table is pruned by age, and taken at bind") {
-  ClusterView v(1000ms, 50ms);
-  PodRequest p = bound("p1", "", 1, "Pending");
-  p.name = "p";
-  p.ns = "ns";
-  p.scheduler_name = "gpu-scheduler";
-  v.remember_pending(p);
-  CHECK(v.stats().pending == 1);
-  const auto taken = v.take_pending("p1");
-  REQUIRE(taken);
-  CHECK(taken->scheduler_name == "gpu-scheduler");
-  CHECK(taken->requests.get(ViewSchema::kGpuResource) == 1000);
-  CHECK_FALSE(v.take_pending("p1"));
-  v.remember_pending(p);
-  CHECK(v.prune_pending(ClusterView::Clock::now() + 10ms) == 0);
-  CHECK(v.prune_pending(ClusterView::Clock::now() + 100ms) == 1);
-  CHECK(v.stats().pending == 0);
-}
-
-TEST_CASE("cluster view: an event of the pod still unbound keeps its assumption, the bound one ends it") {
-  ClusterView v;
-  ResourceAmounts four;
-  four.set(ViewSchema::kGpuResource, 4000);
-  v.assume_pod("x", "n1", four);
-  v.upsert_pod(bound("x", "", 4, "Pending"));  // /bind's annotation patch, before the Binding
-  CHECK(gpus_on(v, "n1") == 4);
-  CHECK(v.stats().assumed == 1);
-  v.upsert_pod(bound("x", "n1", 4));
-  CHECK(gpus_on(v, "n1") == 4);
-  CHECK(v.stats().assumed == 0);
-}
-
 TEST_CASE("cluster view: shared GPU memory, free and fragmented for the pods pending") {
   ClusterView v;
   NodeView node;
@@ -152,7 +96,7 @@ TEST_CASE("cluster view: shared GPU memory, free and fragmented for the pods pen
   node.allocatable.set(ViewSchema::kSharedGpuCount, 4000);
   v.upsert_node(node);
   auto on_device = [](std::string_view uid, int device, int gib) {
-    PodRequest p = bound(uid, "share", 0);
+    PodRequest p = watched_pod(uid, "share", 0);
     p.requests.set(ViewSchema::kSharedGpuMemory, gib * 1000LL);
     p.requests.set(shared_gpu_device_slot(static_cast<size_t>(device)), gib * 1000LL);
     return p;
@@ -160,22 +104,18 @@ TEST_CASE("cluster view: shared GPU memory, free and fragmented for the pods pen
   v.upsert_pod(on_device("a", 0, 12));  // 4 free
   v.upsert_pod(on_device("b", 1, 10));  // 6 free
   v.upsert_pod(on_device("c", 2, 16));  // 0 free
-  ClusterView::SharedGpuStats s = v.shared_gpu_stats();
+  ClusterView::SharedGpuStats s = v.shared_gpu_stats(0);
   CHECK(s.devices == 4);
   CHECK(s.free == 4 + 6 + 16);
   CHECK(s.fragmented == 0);  // nobody waits
-  PodRequest waiting;
-  waiting.uid = "w";
-  waiting.requests.set(ViewSchema::kSharedGpuMemory, 5000);
-  v.remember_pending(waiting);
-  s = v.shared_gpu_stats();
+  s = v.shared_gpu_stats(5);  // a pod pending asks 5 GiB (PlacementLedger::smallest_pending_shared_gpu_memory)
   CHECK(s.smallest_pending == 5);
   CHECK(s.fragmented == 4);  // GPU 0's 4 GiB fits no pending pod; GPU 1's 6 does
 }
 
 TEST_CASE("cluster view: catching up waits only while the watch rests, and ends with the change it brings") {
   ClusterView v;
-  v.upsert_pod(bound("victim", "n1", 4));
+  v.upsert_pod(watched_pod("victim", "n1", 4));
   const auto soon = [] { return ClusterView::Clock::now() + 2s; };
 
   SECTION("a change since `seen` needs no wait") {

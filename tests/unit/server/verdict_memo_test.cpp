@@ -80,11 +80,11 @@ TEST_CASE("verdict memo: a node bound to in between is judged again, the others 
 
   ResourceAmounts one;
   one.set(ViewSchema::kGpuResource, 1000);
-  view->assume_pod("a", "small", one);  // pod a's /bind
+  view->count_in_flight("small", one, true);  // pod a's /bind (the ledger counts it)
   auto second = verdicts(service, names_body("b", 1));
   CHECK(second["small"] == "failed: only 0 of 1 GPUs free; pod requests 1");
   CHECK(second["large"] == "pass");
-  view->release_assumed("a");  // the bind failed
+  view->count_in_flight("small", one, false);  // the bind failed
   CHECK(verdicts(service, names_body("c", 1))["small"] == "pass");
 }
 
@@ -158,7 +158,7 @@ TEST_CASE("names lookup: slots stay with their nodes, and a memo is refreshed on
 
   ResourceAmounts two;
   two.set(ViewSchema::kGpuResource, 2000);
-  view.assume_pod("p", "n1", two);
+  view.count_in_flight("n1", two, true);
   view.lookup(names, slots, memo);
   CHECK(memo.version[n1] != n1_version);
   CHECK(memo.used[n1].get(ViewSchema::kGpuResource) == 2000);
@@ -167,7 +167,7 @@ TEST_CASE("names lookup: slots stay with their nodes, and a memo is refreshed on
   view.delete_node("n1");  // its pod keeps the entry: no node object, so not a node to judge
   view.lookup(names, slots, memo);
   CHECK(slots[1] == NodeMemo::kNoSlot);
-  view.release_assumed("p");  // now the entry goes, and its slot is free for the next node
+  view.count_in_flight("n1", two, false);  // now the entry goes, and its slot is free for the next node
   add_bare_nodes(view, {"n3"});
   const std::vector<std::string_view> n3{"n3"};
   view.lookup(n3, slots, memo);
@@ -241,7 +241,7 @@ TEST_CASE("score memo: kept scores and remembered lists answer as a fresh worksp
     const auto answers = cycle(kept, uid, 1);
     const ExtenderService fresh(ServiceParts{policy, nullptr, view, nullptr});
     CHECK(answers == cycle(fresh, uid, 1));
-    view->assume_pod(uid, pod % 3 == 0 ? "small" : "large", one);  // bound: the next pod sees it
+    view->count_in_flight(pod % 3 == 0 ? "small" : "large", one, true);  // bound: the next pod sees it
   }
   // By now small is full and large has some GPUs in use: both answers changed along the way.
   const auto last = cycle(kept, "last", 1);
@@ -312,7 +312,7 @@ TEST_CASE("score memo: names mode scores as full mode does, whether a pod's scor
     ResourceAmounts amounts;
     amounts.set(ViewSchema::kGpuResource, 1000);
     if (packed) amounts.set(ViewSchema::kPackedResource, 1000);
-    view->assume_pod(uid, passed[static_cast<size_t>(p * 7) % passed.size()].get<std::string>(), amounts);
+    view->count_in_flight(passed[static_cast<size_t>(p * 7) % passed.size()].get<std::string>(), amounts, true);
   }
 }
 

@@ -1,0 +1,166 @@
+// The placement ledger: see placement_ledger.h for what it owns and the order of its steps.
+#include "gpu_extender/placement_ledger.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "gpu_extender/quantity.h"
+
+namespace gpu_extender {
+
+PlacementLedger::PlacementLedger(std::shared_ptr<ClusterView> view, LedgerOptions options)
+    : view_(std::move(view)), options_(options), groups_(view_, options.group_ttl, options.group_gate) {}
+
+void PlacementLedger::remember_pending(const PodRequest& pod) {
+  if (pod.uid.empty()) return;
+  const auto now = Clock::now();
+  std::lock_guard lock(mutex_);
+  if (auto it = pending_.find(pod.uid); it != pending_.end()) {
+    it->second.seen = now;  // the same pod again (/prioritize after /filter): nothing new to copy
+    return;
+  }
+  if (pending_.size() >= kMaxPending) {
+    // More pods between /filter and /bind than any scheduler has: drop the oldest half.
+    std::vector<Clock::time_point> seen;
+    seen.reserve(pending_.size());
+    for (const auto& [uid, p] : pending_) seen.push_back(p.seen);
+    std::nth_element(seen.begin(), seen.begin() + static_cast<std::ptrdiff_t>(seen.size() / 2), seen.end());
+    const Clock::time_point median = seen[seen.size() / 2];
+    std::erase_if(pending_, [&](const auto& entry) { return entry.second.seen <= median; });
+  }
+  pending_.emplace(std::string(pod.uid), Pending{PendingPod::of(pod), now});
+}
+
+GroupBook::Admission PlacementLedger::admit(const PodRequest& pod, const GroupSpec& spec, const std::string& spec_error,
+                                            const Policy& policy, const GroupBook::Candidates& candidates,
+                                            const GroupBook::AnySent& any_sent) {
+  std::lock_guard lock(mutex_);
+  return groups_.admit(pod, spec, spec_error, policy, candidates, any_sent);
+}
+
+std::optional<PendingPod> PlacementLedger::take_pending(std::string_view uid) {
+  std::lock_guard lock(mutex_);
+  auto it = pending_.find(uid);
+  if (it == pending_.end()) return std::nullopt;
+  PendingPod pod = std::move(it->second.pod);
+  pending_.erase(it);
+  return pod;
+}
+
+void PlacementLedger::forget_assumed(std::string_view uid) {
+  auto it = assumed_.find(uid);
+  if (it == assumed_.end()) return;
+  view_->count_in_flight(it->second.node, it->second.requests, false);
+  assumed_.erase(it);
+}
+
+void PlacementLedger::reserve(const PendingPod& pod, const std::string& node, const ResourceAmounts& counted) {
+  std::lock_guard lock(mutex_);
+  // The watch was faster: already counted. (The watch applies a pod to the view before telling the
+  // ledger, under the ledger's lock: either it is in the view now, or observe_pod comes after this.)
+  if (!view_->has_pod(pod.uid)) {
+    forget_assumed(pod.uid);
+    assumed_[pod.uid] = Assumed{node, counted, Clock::now() + options_.assume_ttl};
+    view_->count_in_flight(node, counted, true);
+  }
+  groups_.reserve(pod, node);
+}
+
+GroupBook::Gate PlacementLedger::wait_at_gate(const PendingPod& pod) {
+  std::unique_lock lock(mutex_);
+  GroupBook::Gate gate = groups_.wait_at_gate(pod, lock);
+  // Refused at the gate: its slot is held again (by the book), and the pod no longer counts, in the
+  // same step, so that no /filter sees both or neither.
+  if (!gate.ok) forget_assumed(pod.uid);
+  return gate;
+}
+
+void PlacementLedger::commit(const PendingPod& pod) {
+  std::lock_guard lock(mutex_);
+  groups_.commit(pod);
+}
+
+void PlacementLedger::roll_back(const PendingPod& pod) {
+  std::lock_guard lock(mutex_);
+  groups_.roll_back(pod);
+  forget_assumed(pod.uid);
+}
+
+void PlacementLedger::observe_pod(const PodRequest& pod) {
+  // The watch has its own word on this pod once it shows it bound (or finished). An event of the pod
+  // still unbound (the device annotations /bind writes just before the Binding, a status update)
+  // leaves the assumption: the bind is still on its way.
+  if (pod.node_name.empty() && !pod.terminated()) return;
+  std::lock_guard lock(mutex_);
+  forget_assumed(pod.uid);
+}
+
+void PlacementLedger::observe_deleted(std::string_view uid) {
+  std::lock_guard lock(mutex_);
+  forget_assumed(uid);
+}
+
+void PlacementLedger::observe_relist(const std::vector<ClusterView::BoundPod>& pods) {
+  std::unordered_set<std::string_view> listed;
+  listed.reserve(pods.size());
+  for (const auto& pod : pods) listed.insert(pod.uid);
+  std::lock_guard lock(mutex_);
+  // Assumed pods stay counted (the list may predate their binding), unless the list has them now.
+  for (auto it = assumed_.begin(); it != assumed_.end();) {
+    auto next = std::next(it);
+    if (listed.count(it->first)) forget_assumed(it->first);
+    it = next;
+  }
+}
+
+PlacementLedger::Expired PlacementLedger::expire(Clock::time_point now) {
+  Expired out;
+  std::lock_guard lock(mutex_);
+  for (auto it = assumed_.begin(); it != assumed_.end();) {
+    auto next = std::next(it);
+    if (it->second.expires <= now) {
+      forget_assumed(it->first);
+      ++out.assumed;
+    }
+    it = next;
+  }
+  out.pending = std::erase_if(pending_, [&](const auto& e) { return now - e.second.seen > options_.pending_ttl; });
+  out.groups = groups_.expire(now);
+  return out;
+}
+
+std::optional<std::pair<std::string, ResourceAmounts>> PlacementLedger::pod_usage(std::string_view uid) const {
+  if (auto bound = view_->pod_usage(uid)) return bound;
+  std::lock_guard lock(mutex_);
+  if (auto it = assumed_.find(uid); it != assumed_.end()) return std::make_pair(it->second.node, it->second.requests);
+  return std::nullopt;
+}
+
+int64_t PlacementLedger::smallest_pending_shared_gpu_memory() const {
+  int64_t smallest = 0;
+  std::lock_guard lock(mutex_);
+  for (const auto& [uid, pending] : pending_) {
+    const ResourceAmounts& r = pending.pod.requests;
+    if (!r.has(ViewSchema::kSharedGpuMemory) || r.get(ViewSchema::kSharedGpuMemory) <= 0) continue;
+    const int64_t units = milli_to_units_ceil(r.get(ViewSchema::kSharedGpuMemory));
+    if (smallest == 0 || units < smallest) smallest = units;
+  }
+  return smallest;
+}
+
+PlacementLedger::Stats PlacementLedger::stats() const {
+  std::lock_guard lock(mutex_);
+  return Stats{assumed_.size(), pending_.size(), groups_.stats()};
+}
+
+std::optional<GroupBook::Report> PlacementLedger::group_report(const std::string& key) const {
+  std::lock_guard lock(mutex_);
+  return groups_.report(key);
+}
+
+void PlacementLedger::on_group_placed(std::function<void(double)> observer) {
+  std::lock_guard lock(mutex_);
+  groups_.on_placed(std::move(observer));
+}
+
+}  // namespace gpu_extender

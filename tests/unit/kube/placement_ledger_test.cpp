@@ -1,0 +1,124 @@
+// The placement ledger (placement_ledger.h) apart from groups (group_book_test.cpp): pods assumed at
+// /bind count on their node until the watch confirms them, a failed bind's undo is one call, pending
+// pods are kept for their /bind and pruned by age, and what is in flight survives a relist.
+#include <catch2/catch.hpp>
+
+#include "../test_support.h"
+#include "gpu_extender/placement_ledger.h"
+
+using namespace gpu_extender;
+using namespace std::chrono_literals;
+
+namespace {
+using test_support::gpus_on;
+using test_support::watched_pod;
+
+struct Fixture {
+  std::shared_ptr<ClusterView> view = std::make_shared<ClusterView>();
+  PlacementLedger ledger;
+  explicit Fixture(LedgerOptions options = {}) : ledger(view, options) {}
+  // A watch event, applied as the reflector does: the view first, then the ledger.
+  void watch(const PodRequest& pod) {
+    view->upsert_pod(pod);
+    ledger.observe_pod(pod);
+  }
+  void reserve(std::string_view uid, const std::string& node, int gpus) {
+    const PendingPod p = PendingPod::of(watched_pod(uid, "", gpus, "Pending"));
+    ledger.reserve(p, node, p.requests);
+  }
+};
+
+LedgerOptions assume_for(std::chrono::milliseconds ttl) {
+  LedgerOptions o;
+  o.assume_ttl = ttl;
+  return o;
+}
+}  // namespace
+
+TEST_CASE("placement ledger: assumed pods count until the watch confirms them, or the TTL ends") {
+  Fixture f(assume_for(1000ms));
+  f.reserve("x", "n1", 4);
+  CHECK(gpus_on(*f.view, "n1") == 4);
+  f.watch(watched_pod("x", "n1", 4));  // the watch confirms: still 4, not 8
+  CHECK(gpus_on(*f.view, "n1") == 4);
+  CHECK(f.ledger.stats().assumed == 0);
+  f.reserve("y", "n2", 4);
+  CHECK(f.ledger.expire(PlacementLedger::Clock::now()).assumed == 0);
+  CHECK(f.ledger.expire(PlacementLedger::Clock::now() + 2s).assumed == 1);
+  CHECK(gpus_on(*f.view, "n2") == 0);
+  f.reserve("x", "n1", 4);  // already counted by the watch: no double count
+  CHECK(gpus_on(*f.view, "n1") == 4);
+}
+
+TEST_CASE("placement ledger: a failed bind is undone in one call") {
+  Fixture f;
+  const PendingPod p = PendingPod::of(watched_pod("x", "", 2, "Pending"));
+  f.ledger.reserve(p, "n1", p.requests);
+  CHECK(gpus_on(*f.view, "n1") == 2);
+  CHECK(f.ledger.wait_at_gate(p).ok);  // no group: no gate
+  f.ledger.roll_back(p);
+  CHECK(gpus_on(*f.view, "n1") == 0);
+  CHECK(f.ledger.stats().assumed == 0);
+  CHECK_FALSE(f.ledger.pod_usage("x"));
+}
+
+TEST_CASE("placement ledger: an event of the pod still unbound keeps its assumption, the bound one ends it") {
+  Fixture f;
+  f.reserve("x", "n1", 4);
+  f.watch(watched_pod("x", "", 4, "Pending"));  // /bind's annotation patch, before the Binding
+  CHECK(gpus_on(*f.view, "n1") == 4);
+  CHECK(f.ledger.stats().assumed == 1);
+  CHECK(f.ledger.pod_usage("x")->first == "n1");  // a victim known only as assumed
+  f.watch(watched_pod("x", "n1", 4));
+  CHECK(gpus_on(*f.view, "n1") == 4);
+  CHECK(f.ledger.stats().assumed == 0);
+}
+
+TEST_CASE("placement ledger: a relist keeps unconfirmed assumptions and ends the ones it lists") {
+  Fixture f;
+  f.watch(watched_pod("old", "n1", 2));
+  f.reserve("new", "n1", 1);
+  f.reserve("listed", "n1", 3);
+  const std::vector<ClusterView::BoundPod> list{{"listed", "n1", watched_pod("listed", "n1", 3).requests, nullptr}};
+  f.view->replace_pods(list);
+  f.ledger.observe_relist(list);
+  CHECK(gpus_on(*f.view, "n1") == 4);  // listed 3 + assumed 1; "old" is gone
+  CHECK(f.ledger.stats().assumed == 1);
+  f.view->delete_pod("new");
+  f.ledger.observe_deleted("new");
+  CHECK(gpus_on(*f.view, "n1") == 3);
+}
+
+TEST_CASE("placement ledger: the pending-pod table is pruned by age, and taken at bind") {
+  LedgerOptions o;
+  o.pending_ttl = 50ms;
+  Fixture f(o);
+  PodRequest p = watched_pod("p1", "", 1, "Pending");
+  p.name = "p";
+  p.ns = "ns";
+  p.scheduler_name = "gpu-scheduler";
+  f.ledger.remember_pending(p);
+  CHECK(f.ledger.stats().pending == 1);
+  const auto taken = f.ledger.take_pending("p1");
+  REQUIRE(taken);
+  CHECK(taken->scheduler_name == "gpu-scheduler");
+  CHECK(taken->requests.get(ViewSchema::kGpuResource) == 1000);
+  CHECK_FALSE(f.ledger.take_pending("p1"));
+  f.ledger.remember_pending(p);
+  CHECK(f.ledger.expire(PlacementLedger::Clock::now() + 10ms).pending == 0);
+  CHECK(f.ledger.expire(PlacementLedger::Clock::now() + 100ms).pending == 1);
+  CHECK(f.ledger.stats().pending == 0);
+}
+
+TEST_CASE("placement ledger: the smallest shared GPU memory a pending pod asks") {
+  Fixture f;
+  CHECK(f.ledger.smallest_pending_shared_gpu_memory() == 0);
+  PodRequest a = watched_pod("a", "", 0, "Pending"), b = watched_pod("b", "", 0, "Pending");
+  a.requests.set(ViewSchema::kSharedGpuMemory, 8000);
+  b.requests.set(ViewSchema::kSharedGpuMemory, 5000);
+  f.ledger.remember_pending(a);
+  f.ledger.remember_pending(b);
+  CHECK(f.ledger.smallest_pending_shared_gpu_memory() == 5);
+  f.ledger.take_pending("b");
+  CHECK(f.ledger.smallest_pending_shared_gpu_memory() == 8);
+}
