@@ -17,6 +17,7 @@
 #include "bench_support.h"
 #include "gpu_extender/cluster_view.h"
 #include "gpu_extender/placement_ledger.h"
+#include "server/verbs/node_memo.h"
 #include "verb_timing.h"
 
 using namespace gpu_extender;
@@ -310,7 +311,7 @@ int main(int argc, char** argv) {
       [&] { phase_decoder.decode_extender_args(padded[next_body++ % padded.size()], schema); });
   const bench::Timing parse_and_lookup = bench::measure([&] {
     const ExtenderArgs& args = phase_decoder.decode_extender_args(padded[next_body++ % padded.size()], schema);
-    view->lookup(args.node_names, phase_slots, phase_memo);
+    phase_memo.lookup(*view, args.node_names, phase_slots);
   });
 
   load.apply_all(*view, schema, nodes.names, "DELETED", pod_count);

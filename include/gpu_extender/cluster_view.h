@@ -26,57 +26,6 @@
 
 namespace gpu_extender {
 
-// What a request workspace keeps of the view from one names-mode request to the next, by node slot
-// (a small number the view gives each node for as long as it knows it): the node object and its usage
-// as of a version. Versions are unique over the view's life and change whenever a node's object or
-// usage does, so an equal version means the same node in the same state, and whatever was derived
-// from it (its verdict for a pod, see VerdictMemo) still holds. kube-scheduler sends the same nodes
-// pod after pod, and between two pods only the nodes that were bound to have changed: the rest are
-// neither copied nor judged again (as the scheduler's own NodeInfo generations spare it).
-//
-// The memo holds node objects the view may have replaced since, at most one per slot.
-//
-// Every slot is brought up to date at once, in one pass over the view's slots in slot order, when the
-// view changed since the memo's last lookup (`synced_clock`); a request's names then cost one byte
-// each (`missing`). kube-scheduler sends its nodes in a new order every cycle (its parallel filter),
-// and reading a version, a node and its usage per name in that order was a cache miss per read.
-struct NodeMemo {
-  static constexpr uint32_t kNoSlot = UINT32_MAX;
-  std::vector<uint64_t> version;  // per slot; 0: never seen
-  std::vector<std::shared_ptr<const CachedNode>> node;
-  std::vector<ResourceAmounts> used;
-  std::vector<uint8_t> missing;  // per slot: 1 when the view has no node object there
-  uint64_t synced_clock = 0;     // every slot is as of this view version
-  // The slots brought up to date since the owner last cleared this: what was derived from them (a
-  // verdict, a score) no longer holds. The owner clears it after each lookup.
-  std::vector<uint32_t> changed;
-  std::vector<uint64_t> scratch_hashes;  // lookup's working space, kept for the next request
-
-  // Name lists seen lately, as the JSON bytes of a NodeNames array, with the slots their names had
-  // under the view's names generation of the time (slots move only when names come and go).
-  // kube-scheduler sends /prioritize the very list its /filter answer named: that list is then found
-  // by comparing bytes, not by looking 5,000 names up.
-  struct RecentList {
-    std::string json;
-    std::vector<uint32_t> slots;
-    uint64_t generation = 0;  // 0: empty
-  };
-  std::array<RecentList, 2> recent;
-  size_t next_recent = 0;
-  uint64_t generation = 0;  // of the last lookup
-  // Keeps `json` (the names of `slots`, looked up by the last lookup) for the next requests. Only
-  // what a request will be sent again is worth keeping: /filter's answer, not the list /filter was
-  // sent (a new order every cycle); remembering that as well cost a copy and a comparison of the
-  // whole list a pod (54 KB at 5,000 nodes).
-  void remember(std::string_view json, std::span<const uint32_t> slots) {
-    RecentList& r = recent[next_recent];
-    next_recent = (next_recent + 1) % recent.size();
-    r.json.assign(json);
-    r.slots.assign(slots.begin(), slots.end());
-    r.generation = generation;
-  }
-};
-
 class NodeNameIndex;  // kube/node_name_index.h
 
 class ClusterView final : public UsageSource, public NodeSource {
@@ -119,12 +68,36 @@ class ClusterView final : public UsageSource, public NodeSource {
   bool ready() const override { return nodes_synced_ && pods_synced_; }
   void find_nodes(std::span<const std::string_view> names,
                   std::vector<std::shared_ptr<const CachedNode>>& out) const override;
-  // Names mode in one pass, under one lock: each name's slot (NodeMemo::kNoSlot where the view has no
-  // node object by that name), and `memo` brought up to date for those slots. `names_json`: the
-  // names' bytes as a JSON array, when known; a list the memo remembers (NodeMemo::remember) is not
-  // looked up again.
-  void lookup(std::span<const std::string_view> names, std::vector<uint32_t>& slots, NodeMemo& memo,
-              std::string_view names_json = {}) const;
+  // Names mode (server/verbs/node_memo.h): what a memo kept across requests reads of the view, by node
+  // slot (a small number the view gives each node for as long as it knows it), under one read lock held
+  // while `read` runs. A slot's version is unique over the view's life and changes whenever its node's
+  // object or usage does; the clock is the newest version given; the names generation changes whenever
+  // a slot is given or taken back (only then do names move between slots).
+  class SlotReader {
+   public:
+    static constexpr uint32_t kNoSlot = UINT32_MAX;
+    size_t size() const { return view_.slot_states_.size(); }
+    uint64_t version(size_t slot) const { return view_.slot_states_[slot].version; }
+    // The node object in `slot` (null for a free slot, or a deleted node whose pods are not gone yet).
+    std::shared_ptr<const CachedNode> node(size_t slot) const {
+      const NodeEntry* e = view_.slot_states_[slot].entry;
+      return e != nullptr ? e->node : nullptr;
+    }
+    ResourceAmounts used(size_t slot) const {
+      const NodeEntry* e = view_.slot_states_[slot].entry;
+      return e != nullptr ? e->used : ResourceAmounts{};
+    }
+    uint64_t clock() const { return view_.version_clock_; }
+    uint64_t names_generation() const { return view_.names_generation_; }
+    // Each name's slot (kNoSlot for a name the view has no entry for); `hashes`: working space.
+    void find(std::span<const std::string_view> names, std::vector<uint64_t>& hashes, std::vector<uint32_t>& slots) const;
+
+   private:
+    friend class ClusterView;
+    explicit SlotReader(const ClusterView& view) : view_(view) {}
+    const ClusterView& view_;
+  };
+  void read_slots(const std::function<void(const SlotReader&)>& read) const;
   // What a bound pod holds: its node and requests, when the watch shows it.
   std::optional<std::pair<std::string, ResourceAmounts>> pod_usage(std::string_view uid) const;
 
@@ -182,10 +155,10 @@ class ClusterView final : public UsageSource, public NodeSource {
     std::shared_ptr<const CachedNode> node;
     ResourceAmounts used;       // the pods the watch shows, plus in_flight
     ResourceAmounts in_flight;  // count_in_flight's part of `used`
-    uint32_t slot = 0;  // see NodeMemo; reused after the entry is erased
+    uint32_t slot = 0;  // see SlotReader; reused after the entry is erased
   };
   // Per slot, densely: which entry holds it, and its version (from version_clock_, set anew with
-  // every change of the entry's node or usage). Names-mode lookups read these, not the map.
+  // every change of the entry's node or usage). Names-mode lookups read these (SlotReader), not the map.
   struct SlotState {
     uint64_t version = 0;
     const NodeEntry* entry = nullptr;

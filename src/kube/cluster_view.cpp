@@ -200,41 +200,15 @@ void ClusterView::find_nodes(std::span<const std::string_view> names,
   }
 }
 
-void ClusterView::lookup(std::span<const std::string_view> names, std::vector<uint32_t>& slots, NodeMemo& memo,
-                         std::string_view names_json) const {
+void ClusterView::read_slots(const std::function<void(const SlotReader&)>& read) const {
   std::shared_lock lock(mutex_);
-  if (memo.version.size() < slot_states_.size()) {
-    memo.version.resize(slot_states_.size(), 0);
-    memo.node.resize(slot_states_.size());
-    memo.used.resize(slot_states_.size());
-    memo.missing.resize(slot_states_.size(), 1);
-  }
-  if (memo.synced_clock != version_clock_) {
-    // Every slot changed since the last lookup, in slot order (see NodeMemo).
-    for (size_t slot = 0; slot < slot_states_.size(); ++slot) {
-      const SlotState& state = slot_states_[slot];
-      if (memo.version[slot] == state.version) continue;  // versions are unique: the same state
-      memo.version[slot] = state.version;
-      memo.node[slot] = state.entry != nullptr ? state.entry->node : nullptr;
-      memo.used[slot] = state.entry != nullptr ? state.entry->used : ResourceAmounts{};
-      // A free slot, or a deleted node whose pods are not gone yet: no node object.
-      memo.missing[slot] = memo.node[slot] == nullptr ? 1 : 0;
-      memo.changed.push_back(static_cast<uint32_t>(slot));
-    }
-    memo.synced_clock = version_clock_;
-  }
-  static_assert(NodeMemo::kNoSlot == NodeNameIndex::kNone);
-  memo.generation = names_generation_;
-  auto seen = std::find_if(memo.recent.begin(), memo.recent.end(), [&](const NodeMemo::RecentList& r) {
-    return !names_json.empty() && r.generation == names_generation_ && r.json == names_json;
-  });
-  if (seen != memo.recent.end()) {
-    slots.assign(seen->slots.begin(), seen->slots.end());
-  } else {
-    index_->find_many(names, memo.scratch_hashes, slots);
-  }
-  for (uint32_t& slot : slots)
-    if (slot != NodeMemo::kNoSlot && memo.missing[slot] != 0) slot = NodeMemo::kNoSlot;
+  read(SlotReader(*this));
+}
+
+void ClusterView::SlotReader::find(std::span<const std::string_view> names, std::vector<uint64_t>& hashes,
+                                   std::vector<uint32_t>& slots) const {
+  static_assert(kNoSlot == NodeNameIndex::kNone);
+  view_.index_->find_many(names, hashes, slots);
 }
 
 std::optional<std::pair<std::string, ResourceAmounts>> ClusterView::pod_usage(std::string_view uid) const {

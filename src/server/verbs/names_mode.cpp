@@ -8,7 +8,7 @@
 namespace gpu_extender {
 
 void NamesMode::lookup(const ClusterView& view, const ExtenderArgs& args) {
-  view.lookup(args.node_names, slots_, nodes_, args.node_names_json);
+  nodes_.lookup(view, args.node_names, slots_, args.node_names_json);
   // What the view changed is neither judged nor scored any more (slots past the memo's size are new:
   // reset_if_other_pod sizes them unjudged).
   for (const uint32_t slot : nodes_.changed) {

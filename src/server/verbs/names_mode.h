@@ -18,6 +18,7 @@
 #include "gpu_extender/cluster_view.h"
 #include "gpu_extender/policy.h"
 #include "gpu_extender/wire.h"
+#include "node_memo.h"
 
 namespace gpu_extender {
 

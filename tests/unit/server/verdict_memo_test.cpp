@@ -14,6 +14,7 @@
 #include "gpu_extender/extender_service.h"
 #include "gpu_extender/gpu_utilization.h"
 #include "host_scores.h"
+#include "server/verbs/node_memo.h"
 
 using namespace gpu_extender;
 
@@ -148,7 +149,7 @@ TEST_CASE("names lookup: slots stay with their nodes, and a memo is refreshed on
   NodeMemo memo;
   std::vector<uint32_t> slots;
   const std::vector<std::string_view> names{"n2", "n1", "gone"};
-  view.lookup(names, slots, memo);
+  memo.lookup(view, names, slots);
   REQUIRE(slots[0] != NodeMemo::kNoSlot);
   REQUIRE(slots[1] != NodeMemo::kNoSlot);
   CHECK(slots[0] != slots[1]);
@@ -159,18 +160,18 @@ TEST_CASE("names lookup: slots stay with their nodes, and a memo is refreshed on
   ResourceAmounts two;
   two.set(ViewSchema::kGpuResource, 2000);
   view.count_in_flight("n1", two, true);
-  view.lookup(names, slots, memo);
+  memo.lookup(view, names, slots);
   CHECK(memo.version[n1] != n1_version);
   CHECK(memo.used[n1].get(ViewSchema::kGpuResource) == 2000);
   CHECK(memo.version[n2] == n2_version);
 
   view.delete_node("n1");  // its pod keeps the entry: no node object, so not a node to judge
-  view.lookup(names, slots, memo);
+  memo.lookup(view, names, slots);
   CHECK(slots[1] == NodeMemo::kNoSlot);
   view.count_in_flight("n1", two, false);  // now the entry goes, and its slot is free for the next node
   add_bare_nodes(view, {"n3"});
   const std::vector<std::string_view> n3{"n3"};
-  view.lookup(n3, slots, memo);
+  memo.lookup(view, n3, slots);
   REQUIRE(slots[0] == n1);  // the slot is reused...
   CHECK(memo.version[n1] != n1_version);  // ...under a version no memo has seen
   CHECK(memo.node[n1]->view().name == "n3");
@@ -196,20 +197,20 @@ TEST_CASE("names lookup: a list seen lately is taken by its bytes while the view
   NodeMemo memo;
   std::vector<uint32_t> first, again;
   const std::string json = R"(["n1","n2"])";
-  view.lookup(std::vector<std::string_view>{"n1", "n2"}, first, memo, json);
+  memo.lookup(view, std::vector<std::string_view>{"n1", "n2"}, first, json);
   REQUIRE(first[0] != NodeMemo::kNoSlot);
   std::vector<uint32_t> unremembered;
-  view.lookup(std::vector<std::string_view>{"n2", "n1"}, unremembered, memo, json);
+  memo.lookup(view, std::vector<std::string_view>{"n2", "n1"}, unremembered, json);
   CHECK(unremembered[0] == first[1]);  // looked up by name: a lookup alone remembers nothing
   memo.remember(json, first);
   // The same bytes: the slots remembered, not the names given (which a real body could not differ
   // from; here they show which of the two answered).
-  view.lookup(std::vector<std::string_view>{"n2", "n1"}, again, memo, json);
+  memo.lookup(view, std::vector<std::string_view>{"n2", "n1"}, again, json);
   CHECK(again == first);
   // A node goes and another takes its slot: the bytes are the same, the names are looked up again.
   view.delete_node("n1");
   add_bare_nodes(view, {"n3"});
-  view.lookup(std::vector<std::string_view>{"n1", "n2"}, again, memo, json);
+  memo.lookup(view, std::vector<std::string_view>{"n1", "n2"}, again, json);
   CHECK(again[0] == NodeMemo::kNoSlot);
   CHECK(again[1] == first[1]);
 }
