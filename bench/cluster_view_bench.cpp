@@ -15,9 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_support.h"
-#include "gpu_extender/cluster_view.h"
-#include "gpu_extender/placement_ledger.h"
-#include "server/verbs/node_memo.h"
+#include "gpu_extender/kube/cluster_view.h"
+#include "gpu_extender/kube/placement_ledger.h"
+#include "server/service/node_memo.h"
 #include "verb_timing.h"
 
 using namespace gpu_extender;

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu_extender/group_plan.h"
+#include "gpu_extender/policy/group_plan.h"
 
 using namespace gpu_extender;
 

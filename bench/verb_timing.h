@@ -8,9 +8,9 @@
 #include <string>
 
 #include "bench_support.h"
-#include "gpu_extender/extender_service.h"
-#include "server/workspace.h"  // the benchmarks time a verb with its body already in a workspace
-#include "gpu_extender/wire.h"
+#include "gpu_extender/server/extender_service.h"
+#include "server/service/workspace.h"  // the benchmarks time a verb with its body already in a workspace
+#include "gpu_extender/wire/wire.h"
 
 namespace bench {
 

@@ -2,9 +2,9 @@
 """Fails the build when a source file includes a header of a layer it may not use.
 
 The layers are the folders of src/, each its own library; a folder may use only the folders listed for
-it below (the same ones its CMake target links). Headers of include/gpu_extender/ (the public API)
-belong to the layer named for them here; every other project header belongs to the folder it is in.
-Run by the build (target check_layers) before any library compiles.
+it below (the same ones its CMake target links). Headers of include/gpu_extender/<layer>/ (the public
+API) belong to the layer their folder names; every other project header belongs to the folder of src/
+it is in. Run by the build (target check_layers) before any library compiles.
 """
 import pathlib
 import re
@@ -20,24 +20,21 @@ LAYERS = {  # folder: the folders it may use, besides itself
     "tools": ["common", "wire", "policy", "usage", "kube"],
     "app": ["common", "wire", "policy", "usage", "kube", "server", "tools"],
 }
-PUBLIC = {  # include/gpu_extender/<header>.h: its layer
-    "common": ["build_info", "status", "node_view", "pod_request", "quantity", "resources", "verdict", "view_schema"],
-    "wire": ["wire", "wire_encode"],
-    "policy": ["deletion_cost", "explain", "gpu_share", "group_plan", "policy", "policy_config", "policy_holder", "score_scaling"],
-    "usage": ["gpu_utilization", "usage_source"],
-    "kube": ["binder", "cluster_view", "group_book", "kube_config", "kube_connection", "node_source", "placement_ledger"],
-    "server": ["extender_service"],
-}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
 def main(root):
     root = pathlib.Path(root)
-    owner = {f"gpu_extender/{h}.h": layer for layer, headers in PUBLIC.items() for h in headers}
+    api = root / "include/gpu_extender"
     problems = []
-    for header in sorted((root / "include/gpu_extender").glob("*.h")):
-        if f"gpu_extender/{header.name}" not in owner:
-            problems.append(f"{header.relative_to(root)}: public header with no layer in cmake/check_layers.py")
+    owner = {}  # "gpu_extender/<layer>/<header>.h": its layer
+    for header in sorted(api.rglob("*.h")):
+        rel = header.relative_to(api)
+        if len(rel.parts) != 2 or rel.parts[0] not in LAYERS:
+            problems.append(f"{header.relative_to(root)}: a public header belongs in include/gpu_extender/<layer>/, "
+                            f"one of {', '.join(LAYERS)}")
+            continue
+        owner[f"gpu_extender/{rel.as_posix()}"] = rel.parts[0]
     for path in sorted((root / "src").rglob("*")):
         if path.suffix not in (".h", ".cpp"):
             continue
@@ -59,20 +56,17 @@ def main(root):
             if used not in allowed:
                 problems.append(f"src/{rel}: includes \"{name}\" of layer {used}; {layer} may use only "
                                 f"{', '.join(sorted(allowed))}")
-    public_layer = {h: l for h, l in owner.items()}
-    for header in sorted((root / "include/gpu_extender").glob("*.h")):
-        layer = public_layer.get(f"gpu_extender/{header.name}")
-        if layer is None:
-            continue
+    for name, layer in owner.items():
+        header = root / "include" / name
         allowed = set(LAYERS[layer]) | {layer}
-        for name in INCLUDE.findall(header.read_text()):
-            used = public_layer.get(name)
+        for included in INCLUDE.findall(header.read_text()):
+            used = owner.get(included)
             if used is None:
-                problems.append(f"include/{header.relative_to(root / 'include')}: includes \"{name}\", "
-                                "which is not public: the API may include only the API")
+                problems.append(f"include/{name}: includes \"{included}\", which is not public: the API may include "
+                                "only the API")
             elif used not in allowed:
-                problems.append(f"include/{header.relative_to(root / 'include')}: includes \"{name}\" of layer "
-                                f"{used}; {layer} may use only {', '.join(sorted(allowed))}")
+                problems.append(f"include/{name}: includes \"{included}\" of layer {used}; {layer} may use only "
+                                f"{', '.join(sorted(allowed))}")
     for p in problems:
         print(f"check_layers: {p}", file=sys.stderr)
     return 1 if problems else 0

@@ -9,8 +9,8 @@
 #include <iostream>
 #include <thread>
 
-#include "gpu_extender/build_info.h"
-#include "server/logging.h"
+#include "gpu_extender/common/build_info.h"
+#include "server/observability/logging.h"
 #include "tools/tools.h"
 #include "wiring.h"
 
@@ -80,9 +80,9 @@ int serve(const CliOptions& options) {
   }
   std::atomic<bool> serving{true};
   std::thread signal_waiter([&] { drain_on_signal(signals, serving, *wiring, options); });
-  spdlog::info("gpu-extender {} listening on {}://{}:{}{}", version(), options.tls_cert_file.empty() ? "http" : "https",
-               options.address, wiring->http().port(),
-               options.tls_client_ca_file.empty() ? "" : " (client certificates required)");
+  spdlog::info("gpu-extender {} listening on {}://{}:{}{}", version(), options.server.tls_cert_file.empty() ? "http" : "https",
+               options.server.address, wiring->http().port(),
+               options.server.tls_client_ca_file.empty() ? "" : " (client certificates required)");
   const bool ok = wiring->http().serve();
   serving = false;
   // serve() may return without a signal (a listen failure): send ourselves one so the waiter exits.

@@ -121,7 +121,7 @@ Wiring::Wiring(const CliOptions& options) : options_(options), policies_(std::ma
     metrics_->attach_deletion_costs([k = kube_.get()] { return k->deletion_cost_stats(); });
   }
   if (utilization_) metrics_->attach_utilization(utilization_);
-  http_ = std::make_unique<HttpService>(service_, options, metrics_);
+  http_ = std::make_unique<HttpService>(service_, options.server, metrics_);
   spdlog::info("usage source: {}", service_->usage().describe());
 }
 

@@ -6,14 +6,14 @@
 #include <memory>
 #include <stdexcept>
 
-#include "gpu_extender/extender_service.h"
-#include "gpu_extender/gpu_utilization.h"
-#include "gpu_extender/kube_connection.h"
-#include "gpu_extender/policy_holder.h"
-#include "server/cli_options.h"
-#include "server/http_service.h"
-#include "server/metrics.h"
-#include "server/policy_watcher.h"
+#include "gpu_extender/server/extender_service.h"
+#include "gpu_extender/usage/gpu_utilization.h"
+#include "gpu_extender/kube/kube_connection.h"
+#include "gpu_extender/policy/policy_holder.h"
+#include "app/cli_options.h"
+#include "server/transport/http_service.h"
+#include "server/observability/metrics.h"
+#include "server/service/policy_watcher.h"
 
 namespace gpu_extender {
 

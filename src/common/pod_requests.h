@@ -9,7 +9,7 @@
 // Thread-safe: pure function.
 #include <span>
 
-#include "gpu_extender/resources.h"
+#include "gpu_extender/common/resources.h"
 
 namespace gpu_extender {
 

@@ -1,4 +1,4 @@
-#include "gpu_extender/quantity.h"
+#include "gpu_extender/common/quantity.h"
 
 #include <charconv>
 #include <cstdlib>

@@ -5,8 +5,8 @@
 #include <memory>
 
 #include "api_client.h"
-#include "gpu_extender/binder.h"
-#include "gpu_extender/view_schema.h"
+#include "gpu_extender/kube/binder.h"
+#include "gpu_extender/common/view_schema.h"
 
 namespace gpu_extender::kube {
 

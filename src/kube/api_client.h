@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gpu_extender/kube_config.h"
+#include "gpu_extender/kube/kube_config.h"
 
 struct ssl_ctx_st;
 

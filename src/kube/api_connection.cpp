@@ -1,7 +1,7 @@
 #include "api_connection.h"
 
 #include "common/socket_calls.h"
-#include "gpu_extender/kube_config.h"
+#include "gpu_extender/kube/kube_config.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

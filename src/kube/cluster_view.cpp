@@ -1,7 +1,7 @@
-#include "gpu_extender/cluster_view.h"
+#include "gpu_extender/kube/cluster_view.h"
 
-#include "gpu_extender/gpu_share.h"
-#include "gpu_extender/quantity.h"
+#include "gpu_extender/policy/gpu_share.h"
+#include "gpu_extender/common/quantity.h"
 #include "node_name_index.h"
 
 #include <algorithm>

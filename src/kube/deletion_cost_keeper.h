@@ -20,9 +20,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "gpu_extender/binder.h"
-#include "gpu_extender/cluster_view.h"
-#include "gpu_extender/policy_holder.h"
+#include "gpu_extender/kube/binder.h"
+#include "gpu_extender/kube/cluster_view.h"
+#include "gpu_extender/policy/policy_holder.h"
 #include "rate_limiter.h"
 
 namespace gpu_extender::kube {

@@ -1,5 +1,5 @@
 #include "common/file_text.h"
-#include "gpu_extender/kube_config.h"
+#include "gpu_extender/kube/kube_config.h"
 
 #include <yaml-cpp/yaml.h>
 

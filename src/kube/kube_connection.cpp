@@ -1,4 +1,4 @@
-#include "gpu_extender/kube_connection.h"
+#include "gpu_extender/kube/kube_connection.h"
 #include "common/thread_name.h"
 
 #include <spdlog/spdlog.h>

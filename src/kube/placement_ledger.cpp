@@ -1,10 +1,10 @@
 // The placement ledger: see placement_ledger.h for what it owns and the order of its steps.
-#include "gpu_extender/placement_ledger.h"
+#include "gpu_extender/kube/placement_ledger.h"
 
 #include <algorithm>
 #include <unordered_set>
 
-#include "gpu_extender/quantity.h"
+#include "gpu_extender/common/quantity.h"
 
 namespace gpu_extender {
 

@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "gpu_extender/quantity.h"
+#include "gpu_extender/common/quantity.h"
 
 namespace gpu_extender::kube {
 namespace {

@@ -14,9 +14,9 @@
 #include <string>
 
 #include "api_client.h"
-#include "gpu_extender/cluster_view.h"
-#include "gpu_extender/placement_ledger.h"
-#include "gpu_extender/wire.h"
+#include "gpu_extender/kube/cluster_view.h"
+#include "gpu_extender/kube/placement_ledger.h"
+#include "gpu_extender/wire/wire.h"
 
 namespace gpu_extender::kube {
 

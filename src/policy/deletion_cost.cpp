@@ -1,4 +1,4 @@
-#include "gpu_extender/deletion_cost.h"
+#include "gpu_extender/policy/deletion_cost.h"
 
 #include <algorithm>
 #include <cmath>

@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <set>
 
-#include "gpu_extender/policy.h"
-#include "gpu_extender/score_scaling.h"
+#include "gpu_extender/policy/policy.h"
+#include "gpu_extender/policy/score_scaling.h"
 #include "registry.h"
 
 namespace gpu_extender {

@@ -1,9 +1,9 @@
-#include "gpu_extender/explain.h"
+#include "gpu_extender/policy/explain.h"
 
 #include <algorithm>
 #include <cstdio>
 
-#include "gpu_extender/gpu_share.h"
+#include "gpu_extender/policy/gpu_share.h"
 #include "common/json_writer.h"
 
 namespace gpu_extender {

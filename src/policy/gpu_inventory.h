@@ -2,8 +2,8 @@
 // A node's GPUs as the GPU predicates and scorers count them. One definition, used by all of them.
 #include <optional>
 
-#include "gpu_extender/policy.h"
-#include "gpu_extender/quantity.h"
+#include "gpu_extender/policy/policy.h"
+#include "gpu_extender/common/quantity.h"
 
 namespace gpu_extender::rules {
 

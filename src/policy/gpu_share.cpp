@@ -1,6 +1,6 @@
-#include "gpu_extender/gpu_share.h"
+#include "gpu_extender/policy/gpu_share.h"
 
-#include "gpu_extender/quantity.h"
+#include "gpu_extender/common/quantity.h"
 
 namespace gpu_extender {
 

@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include "common/json_writer.h"
-#include "gpu_extender/explain.h"
+#include "gpu_extender/policy/explain.h"
 
 namespace gpu_extender {
 

@@ -1,11 +1,11 @@
 // Planning a group whole: see group_plan.h for the algorithm and its sources.
-#include "gpu_extender/group_plan.h"
+#include "gpu_extender/policy/group_plan.h"
 
 #include <algorithm>
 #include <charconv>
 #include <unordered_map>
 
-#include "gpu_extender/quantity.h"
+#include "gpu_extender/common/quantity.h"
 
 namespace gpu_extender {
 namespace {

@@ -1,4 +1,4 @@
-#include "gpu_extender/policy_holder.h"
+#include "gpu_extender/policy/policy_holder.h"
 
 namespace gpu_extender {
 

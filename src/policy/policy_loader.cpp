@@ -5,8 +5,8 @@
 
 #include <set>
 
-#include "gpu_extender/build_info.h"
-#include "gpu_extender/policy_config.h"
+#include "gpu_extender/common/build_info.h"
+#include "gpu_extender/policy/policy_config.h"
 
 namespace gpu_extender {
 namespace {

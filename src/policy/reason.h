@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "gpu_extender/policy.h"
-#include "gpu_extender/quantity.h"
+#include "gpu_extender/policy/policy.h"
+#include "gpu_extender/common/quantity.h"
 
 namespace gpu_extender::rules {
 

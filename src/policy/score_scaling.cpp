@@ -1,4 +1,4 @@
-#include "gpu_extender/score_scaling.h"
+#include "gpu_extender/policy/score_scaling.h"
 
 #include <algorithm>
 #include <cmath>

@@ -4,7 +4,7 @@
 #include <iomanip>
 #include <unordered_map>
 
-#include "gpu_extender/deletion_cost.h"
+#include "gpu_extender/policy/deletion_cost.h"
 #include "common/json_writer.h"
 #include "common/name_list.h"
 #include "tools.h"

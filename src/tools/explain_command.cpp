@@ -1,5 +1,5 @@
 // gpu-extender explain: why each node won or lost, for one pod.
-#include "gpu_extender/explain.h"
+#include "gpu_extender/policy/explain.h"
 #include "common/file_text.h"
 #include "tools.h"
 #include "tool_inputs.h"

@@ -6,9 +6,9 @@
 #include <iomanip>
 #include <algorithm>
 
-#include "gpu_extender/explain.h"
-#include "gpu_extender/gpu_share.h"
-#include "gpu_extender/placement_ledger.h"
+#include "gpu_extender/policy/explain.h"
+#include "gpu_extender/policy/gpu_share.h"
+#include "gpu_extender/kube/placement_ledger.h"
 #include "common/json_writer.h"
 #include "tools.h"
 #include "tool_inputs.h"

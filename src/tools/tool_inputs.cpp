@@ -3,7 +3,7 @@
 #include <stdexcept>
 
 #include "common/file_text.h"
-#include "gpu_extender/kube_config.h"
+#include "gpu_extender/kube/kube_config.h"
 #include "tools.h"
 #include "kube/api_client.h"
 

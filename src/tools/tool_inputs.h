@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "gpu_extender/policy.h"
-#include "gpu_extender/usage_source.h"
-#include "gpu_extender/wire.h"
+#include "gpu_extender/policy/policy.h"
+#include "gpu_extender/usage/usage_source.h"
+#include "gpu_extender/wire/wire.h"
 
 namespace gpu_extender::tools {
 

@@ -1,4 +1,4 @@
-#include "gpu_extender/gpu_utilization.h"
+#include "gpu_extender/usage/gpu_utilization.h"
 #include "common/thread_name.h"
 
 #include <httplib.h>

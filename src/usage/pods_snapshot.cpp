@@ -1,7 +1,7 @@
 
 #include "common/file_text.h"
-#include "gpu_extender/usage_source.h"
-#include "gpu_extender/wire.h"
+#include "gpu_extender/usage/usage_source.h"
+#include "gpu_extender/wire/wire.h"
 
 namespace gpu_extender {
 

@@ -1,4 +1,4 @@
-#include "gpu_extender/usage_source.h"
+#include "gpu_extender/usage/usage_source.h"
 
 namespace gpu_extender {
 namespace {

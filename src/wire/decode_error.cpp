@@ -1,4 +1,4 @@
-#include "gpu_extender/wire.h"
+#include "gpu_extender/wire/wire.h"
 
 namespace gpu_extender {
 namespace {

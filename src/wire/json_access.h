@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "gpu_extender/wire.h"
+#include "gpu_extender/wire/wire.h"
 
 namespace gpu_extender::wire {
 

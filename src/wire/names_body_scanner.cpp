@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "gpu_extender/wire.h"
+#include "gpu_extender/wire/wire.h"
 #include "json_access.h"
 
 namespace gpu_extender::wire {

@@ -4,7 +4,7 @@
 #include "object_decoders.h"
 
 #include "common/case_insensitive.h"
-#include "gpu_extender/quantity.h"
+#include "gpu_extender/common/quantity.h"
 
 namespace gpu_extender::wire {
 namespace {

@@ -2,7 +2,7 @@
 
 #include "object_decoders.h"
 
-#include "gpu_extender/quantity.h"
+#include "gpu_extender/common/quantity.h"
 
 namespace gpu_extender::wire {
 

@@ -5,7 +5,7 @@
 #include "decoder_impl.h"
 #include "common/case_insensitive.h"
 #include "common/json_writer.h"
-#include "gpu_extender/wire_encode.h"
+#include "gpu_extender/wire/wire_encode.h"
 
 namespace gpu_extender {
 namespace {

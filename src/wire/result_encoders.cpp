@@ -2,7 +2,7 @@
 #include <array>
 
 #include "common/json_writer.h"
-#include "gpu_extender/wire_encode.h"
+#include "gpu_extender/wire/wire_encode.h"
 
 namespace gpu_extender {
 namespace {

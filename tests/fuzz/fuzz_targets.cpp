@@ -7,10 +7,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "gpu_extender/policy.h"
-#include "gpu_extender/quantity.h"
-#include "gpu_extender/wire.h"
-#include "gpu_extender/wire_encode.h"
+#include "gpu_extender/policy/policy.h"
+#include "gpu_extender/common/quantity.h"
+#include "gpu_extender/wire/wire.h"
+#include "gpu_extender/wire/wire_encode.h"
 
 namespace fuzz {
 namespace {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "../unit/test_support.h"
-#include "gpu_extender/wire.h"
+#include "gpu_extender/wire/wire.h"
 #include "extender_process.h"
 #include "http_support.h"
 #include "raw_connection.h"

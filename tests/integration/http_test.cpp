@@ -11,7 +11,7 @@
 
 #include "../unit/host_scores.h"
 #include "../unit/test_support.h"
-#include "gpu_extender/wire.h"
+#include "gpu_extender/wire/wire.h"
 #include "extender_process.h"
 #include "http_support.h"
 #include "raw_connection.h"

@@ -13,9 +13,9 @@
 #include <string>
 
 #include "common/file_text.h"
-#include "gpu_extender/policy.h"
-#include "gpu_extender/quantity.h"
-#include "gpu_extender/wire.h"
+#include "gpu_extender/policy/policy.h"
+#include "gpu_extender/common/quantity.h"
+#include "gpu_extender/wire/wire.h"
 
 namespace test_support {
 

@@ -1,7 +1,7 @@
 // Filter 4: never place a pod on a node that offers an excluded resource (custom.resource/bbb by
 // default: "never place on a node that has bbb"). A pod that itself requests the excluded resource is
 // exempt: it cannot run anywhere else. Unresolvable: evictions do not remove a node's resources.
-#include "gpu_extender/quantity.h"
+#include "gpu_extender/common/quantity.h"
 #include "policy/reason.h"
 #include "rules.h"
 

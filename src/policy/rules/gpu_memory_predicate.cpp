@@ -2,7 +2,7 @@
 // A pod that requests MIG slices asks it of each slice: the profile's <resource>.memory label. A pod
 // that requests only slices is not judged on the whole GPU's memory. Unresolvable: a node's GPU memory
 // does not change by evicting pods.
-#include "gpu_extender/quantity.h"
+#include "gpu_extender/common/quantity.h"
 #include "policy/gpu_inventory.h"
 #include "policy/reason.h"
 #include "rules.h"

@@ -1,7 +1,7 @@
 // Filter gpuShare: a pod asking shared GPU memory (aliyun.com/gpu-mem) needs one device with that much
 // free. More than one device has at all is unresolvable (no eviction makes a device larger); devices
 // merely busy is resolvable: preemption can free one.
-#include "gpu_extender/gpu_share.h"
+#include "gpu_extender/policy/gpu_share.h"
 #include "policy/reason.h"
 #include "rules.h"
 

@@ -5,7 +5,7 @@
 // bind, to its emptiest device). The pod's placement annotation chooses.
 #include <algorithm>
 
-#include "gpu_extender/gpu_share.h"
+#include "gpu_extender/policy/gpu_share.h"
 #include "rules.h"
 
 namespace gpu_extender::rules {

@@ -1,7 +1,7 @@
 // Filter 5: a pod that requests the packed resource (custom.resource/aaa) needs that much free on the
 // node: allocatable minus what is in use (when usage is known). A node without the resource, or with
 // less than the request in total, is unresolvable; one whose free amount is short is resolvable.
-#include "gpu_extender/quantity.h"
+#include "gpu_extender/common/quantity.h"
 #include "policy/reason.h"
 #include "rules.h"
 

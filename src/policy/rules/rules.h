@@ -2,7 +2,7 @@
 // Constructors of the built-in predicates and scorers, one per file, declared from rule_table.h.
 #include <memory>
 
-#include "gpu_extender/policy.h"
+#include "gpu_extender/policy/policy.h"
 #include "rule_table.h"
 
 namespace gpu_extender::rules {

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "gpu_extender/quantity.h"
+#include "gpu_extender/common/quantity.h"
 
 using gpu_extender::parse_quantity;
 

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "../test_support.h"
-#include "gpu_extender/placement_ledger.h"
+#include "gpu_extender/kube/placement_ledger.h"
 
 using namespace gpu_extender;
 

@@ -2,7 +2,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "gpu_extender/kube_config.h"
+#include "gpu_extender/kube/kube_config.h"
 
 using namespace gpu_extender;
 

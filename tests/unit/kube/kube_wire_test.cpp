@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../test_support.h"
-#include "gpu_extender/wire_encode.h"
+#include "gpu_extender/wire/wire_encode.h"
 #include "kube/api_binder.h"
 
 using namespace gpu_extender;

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "../test_support.h"
-#include "gpu_extender/placement_ledger.h"
+#include "gpu_extender/kube/placement_ledger.h"
 
 using namespace gpu_extender;
 using namespace std::chrono_literals;

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "gpu_extender/deletion_cost.h"
+#include "gpu_extender/policy/deletion_cost.h"
 #include "kube/rate_limiter.h"
 #include "tools/tools.h"
 #include "test_support.h"

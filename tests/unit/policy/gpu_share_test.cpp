@@ -2,7 +2,7 @@
 // gpuShare filter and scorer, the placement annotation, and how pods' annotations count on devices.
 #include <catch2/catch.hpp>
 
-#include "gpu_extender/gpu_share.h"
+#include "gpu_extender/policy/gpu_share.h"
 #include "rule_support.h"
 
 using namespace gpu_extender;

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "../test_support.h"
-#include "gpu_extender/group_plan.h"
+#include "gpu_extender/policy/group_plan.h"
 
 using namespace gpu_extender;
 

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "../test_support.h"
-#include "gpu_extender/build_info.h"
+#include "gpu_extender/common/build_info.h"
 
 using namespace gpu_extender;
 

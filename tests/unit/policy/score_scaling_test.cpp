@@ -5,7 +5,7 @@
 #include <random>
 #include <set>
 
-#include "gpu_extender/score_scaling.h"
+#include "gpu_extender/policy/score_scaling.h"
 
 using gpu_extender::scale_scores;
 using gpu_extender::scale_scores_proportionally;

@@ -3,7 +3,7 @@
 #include <map>
 
 #include "../test_support.h"
-#include "gpu_extender/usage_source.h"
+#include "gpu_extender/usage/usage_source.h"
 
 using namespace gpu_extender;
 

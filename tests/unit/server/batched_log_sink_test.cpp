@@ -1,4 +1,4 @@
-#include "server/batched_log_sink.h"
+#include "server/observability/batched_log_sink.h"
 
 #include <catch2/catch.hpp>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "server/log_line_formatter.h"
+#include "server/observability/log_line_formatter.h"
 
 #include <catch2/catch.hpp>
 #include <spdlog/details/log_msg.h>

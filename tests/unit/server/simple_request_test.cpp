@@ -1,4 +1,4 @@
-#include "server/simple_request.h"
+#include "server/transport/simple_request.h"
 
 #include <catch2/catch.hpp>
 

@@ -10,11 +10,11 @@
 #include <set>
 #include <thread>
 
-#include "gpu_extender/cluster_view.h"
-#include "gpu_extender/extender_service.h"
-#include "gpu_extender/gpu_utilization.h"
+#include "gpu_extender/kube/cluster_view.h"
+#include "gpu_extender/server/extender_service.h"
+#include "gpu_extender/usage/gpu_utilization.h"
 #include "host_scores.h"
-#include "server/verbs/node_memo.h"
+#include "server/service/node_memo.h"
 
 using namespace gpu_extender;
 

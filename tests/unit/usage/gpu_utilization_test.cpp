@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "gpu_extender/gpu_utilization.h"
+#include "gpu_extender/usage/gpu_utilization.h"
 #include "policy/rule_support.h"
 
 using namespace gpu_extender;

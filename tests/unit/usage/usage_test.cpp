@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "gpu_extender/usage_source.h"
+#include "gpu_extender/usage/usage_source.h"
 #include "test_support.h"
 
 using namespace gpu_extender;

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "gpu_extender/wire_encode.h"
+#include "gpu_extender/wire/wire_encode.h"
 #include "test_support.h"
 
 using namespace gpu_extender;

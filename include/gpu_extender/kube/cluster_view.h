@@ -1,0 +1,205 @@
+#pragma once
+// The extender's view of the cluster, fed by the API server's list+watch: per node, the parsed node
+// and the GPUs and packed resource in use (effective requests of its pods that have not Succeeded or
+// Failed), plus what the placement ledger counts in flight there (placement_ledger.h: pods assumed at
+// /bind, room held for pod groups), and a version per node that moves with any of it.
+//
+// Only what the policy reads is kept: a CachedNode per node and, per pod, its node and requests.
+// Thread-safe: request threads read (shared lock) while the watch threads write (exclusive lock).
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gpu_extender/policy/deletion_cost.h"
+#include "gpu_extender/kube/node_source.h"
+#include "gpu_extender/common/pod_request.h"
+#include "gpu_extender/usage/usage_source.h"
+
+namespace gpu_extender {
+
+class NodeNameIndex;  // kube/node_name_index.h
+
+class ClusterView final : public UsageSource, public NodeSource {
+ public:
+  using Clock = std::chrono::steady_clock;
+  ClusterView();
+  ~ClusterView() override;
+
+  // --- written by the watch ---
+  void upsert_node(const NodeView& node);
+  void delete_node(std::string_view name);
+  // A pod as the API server reports it; pods without a node or that finished hold nothing.
+  void upsert_pod(const PodRequest& pod);
+  void delete_pod(std::string_view uid);
+  // A fresh list replaces everything of that kind (what the list does not name is gone).
+  void replace_nodes(const std::vector<std::shared_ptr<const CachedNode>>& nodes);
+  struct BoundPod {
+    std::string uid;
+    std::string node;
+    ResourceAmounts requests;
+    std::shared_ptr<const CostedPod> costed;  // for pod deletion costs; null when costs do not follow it
+    std::string group{};  // "namespace/name" of its pod group, "" outside groups
+  };
+  void replace_pods(const std::vector<BoundPod>& pods);
+  void mark_nodes_synced();
+  void mark_pods_synced();
+
+  // --- in flight (placement_ledger.h: only the ledger calls this) ---
+  // Counts `amounts` on `node` (or stops counting them) for what the watch does not show yet: pods
+  // assumed at /bind, room held for a group's members still to place. Kept across relists.
+  void count_in_flight(const std::string& node, const ResourceAmounts& amounts, bool add);
+  // Whether the watch shows pod `uid` bound and running.
+  bool has_pod(std::string_view uid) const;
+  // The bound members of group `group` ("namespace/name") as the watch shows them: uid and node.
+  std::vector<std::pair<std::string, std::string>> group_members(std::string_view group) const;
+
+  // --- read by requests ---
+  std::optional<ResourceAmounts> used_on(std::string_view node) const override;
+  std::string describe() const override;
+  bool ready() const override { return nodes_synced_ && pods_synced_; }
+  void find_nodes(std::span<const std::string_view> names,
+                  std::vector<std::shared_ptr<const CachedNode>>& out) const override;
+  // Names mode (server/verbs/node_memo.h): what a memo kept across requests reads of the view, by node
+  // slot (a small number the view gives each node for as long as it knows it), under one read lock held
+  // while `read` runs. A slot's version is unique over the view's life and changes whenever its node's
+  // object or usage does; the clock is the newest version given; the names generation changes whenever
+  // a slot is given or taken back (only then do names move between slots).
+  class SlotReader {
+   public:
+    static constexpr uint32_t kNoSlot = UINT32_MAX;
+    size_t size() const { return view_.slot_states_.size(); }
+    uint64_t version(size_t slot) const { return view_.slot_states_[slot].version; }
+    // The node object in `slot` (null for a free slot, or a deleted node whose pods are not gone yet).
+    std::shared_ptr<const CachedNode> node(size_t slot) const {
+      const NodeEntry* e = view_.slot_states_[slot].entry;
+      return e != nullptr ? e->node : nullptr;
+    }
+    ResourceAmounts used(size_t slot) const {
+      const NodeEntry* e = view_.slot_states_[slot].entry;
+      return e != nullptr ? e->used : ResourceAmounts{};
+    }
+    uint64_t clock() const { return view_.version_clock_; }
+    uint64_t names_generation() const { return view_.names_generation_; }
+    // Each name's slot (kNoSlot for a name the view has no entry for); `hashes`: working space.
+    void find(std::span<const std::string_view> names, std::vector<uint64_t>& hashes, std::vector<uint32_t>& slots) const;
+
+   private:
+    friend class ClusterView;
+    explicit SlotReader(const ClusterView& view) : view_(view) {}
+    const ClusterView& view_;
+  };
+  void read_slots(const std::function<void(const SlotReader&)>& read) const;
+  // What a bound pod holds: its node and requests, when the watch shows it.
+  std::optional<std::pair<std::string, ResourceAmounts>> pod_usage(std::string_view uid) const;
+
+  struct Stats {
+    size_t nodes = 0, pods = 0;
+    size_t node_entries = 0;  // nodes plus deleted nodes that still have pods on them
+    double seconds_since_event = -1;  // -1: no event yet
+  };
+  Stats stats() const;
+  // Pod deletion costs: from now on, keep what costs need of the pods they follow (names, scheduler,
+  // the cost annotations). Off by default, so a view without the cost writer pays nothing for it.
+  void keep_cost_details() { keep_cost_details_ = true; }
+  // What to keep of `pod` for costs: null unless cost details are kept and costs follow the pod.
+  std::shared_ptr<const CostedPod> cost_details_of(const PodRequest& pod) const {
+    return keep_cost_details_ ? costed_pod_of(pod) : nullptr;
+  }
+  // Pod deletion costs: calls `visit` for every bound pod costs follow, with its node and the node's
+  // usage, under the view's read lock (keep it short: decide, do not call the API).
+  void visit_costed_pods(
+      const std::function<void(const CostedPod&, const NodeView&, const ResourceAmounts&)>& visit) const;
+
+  // GPU sharing by memory, over the nodes in the view (in the shared memory's unit): devices, their
+  // free memory, and the part of it that is fragmented: free on devices where it is less than
+  // `smallest_pending`, the smallest shared request of the pods pending (PlacementLedger), so no
+  // pending pod fits there. Nothing is fragmented while no shared pod is pending (0).
+  struct SharedGpuStats {
+    int64_t devices = 0, free = 0, fragmented = 0;
+    int64_t smallest_pending = 0;  // 0: no pending pod asks shared memory
+  };
+  SharedGpuStats shared_gpu_stats(int64_t smallest_pending) const;
+  void touch();  // an event or bookmark arrived: the view is fresh as of now
+
+  // --- catching up with the scheduler ---
+  // Moves with every change of any node or of what is counted on it (watch events, in-flight counts).
+  uint64_t change_count() const { return change_count_.load(); }
+  // What ends the watch's rest between two batches of events (ApiClient::hurry_watches): true when a
+  // watch was resting, so events may be waiting to be read.
+  void set_watch_hurry(std::function<bool()> hurry) { watch_hurry_ = std::move(hurry); }
+  // For a request about to refuse every node on usage: the scheduler's informer may have seen pods
+  // leave (the victims of its preemption) while this view's watch rests between batches. Hurries the
+  // watch and waits, until `deadline` at most, for change_count() to move from `seen`; true if it did.
+  // False at once when no watch was resting: nothing more is on its way.
+  bool catch_up(uint64_t seen, Clock::time_point deadline) const;
+
+ private:
+  struct PodEntry {
+    std::string node;
+    ResourceAmounts requests;
+    std::shared_ptr<const CostedPod> costed;
+    std::string group;
+  };
+  // Per node name: the node object (null until listed, or after deletion while pods remain) and what
+  // its pods and what is in flight there hold. One map, so a request needs one lookup per node for both.
+  struct NodeEntry {
+    std::shared_ptr<const CachedNode> node;
+    ResourceAmounts used;       // the pods the watch shows, plus in_flight
+    ResourceAmounts in_flight;  // count_in_flight's part of `used`
+    uint32_t slot = 0;  // see SlotReader; reused after the entry is erased
+  };
+  // Per slot, densely: which entry holds it, and its version (from version_clock_, set anew with
+  // every change of the entry's node or usage). Names-mode lookups read these (SlotReader), not the map.
+  struct SlotState {
+    uint64_t version = 0;
+    const NodeEntry* entry = nullptr;
+  };
+  using NodeMap = std::unordered_map<std::string, NodeEntry, StringHash, std::equal_to<>>;
+  NodeMap::iterator entry_for(const std::string& name);  // created (with a slot) when missing
+  void changed(const NodeEntry& entry) {
+    slot_states_[entry.slot].version = ++version_clock_;
+    // Sequentially consistent, as change_waiters_ is: a waiter either sees the new count or is woken.
+    change_count_.store(version_clock_);
+    if (change_waiters_.load() > 0) wake_change_waiters();
+  }
+  void wake_change_waiters() const;
+  void add_usage(const std::string& node, const ResourceAmounts& amounts, bool add);
+  void erase_if_unused(NodeMap::iterator it);
+  void reindex_if_names_changed();  // at the end of every writer that may add or erase entries
+  void add_pod(const std::string& uid, PodEntry entry);  // counted on its node, and in its group
+  void erase_pod(std::string_view uid);
+
+  mutable std::shared_mutex mutex_;
+  NodeMap nodes_;
+  size_t node_objects_ = 0;
+  std::unordered_map<std::string, PodEntry, StringHash, std::equal_to<>> pods_;  // by uid, bound and running
+  // Per group, its bound members: uid -> node.
+  using Members = std::unordered_map<std::string, std::string, StringHash, std::equal_to<>>;
+  std::unordered_map<std::string, Members, StringHash, std::equal_to<>> groups_;
+  std::atomic<bool> nodes_synced_{false}, pods_synced_{false};
+  std::atomic<bool> keep_cost_details_{false};
+  std::unique_ptr<NodeNameIndex> index_;  // the names of nodes_, for lookup(); never null
+  std::vector<SlotState> slot_states_;
+  bool names_changed_ = false;             // an entry was added or erased since index_ was built
+  uint64_t names_generation_ = 1;          // changes whenever an entry (a slot) is added or erased
+  uint64_t version_clock_ = 0;
+  std::vector<uint32_t> free_slots_;
+  uint32_t next_slot_ = 0;
+  std::atomic<int64_t> last_event_ns_{0};
+  std::atomic<uint64_t> change_count_{0};
+  mutable std::atomic<int> change_waiters_{0};
+  mutable std::mutex change_mutex_;  // only for change_cv_: writers take it only when someone waits
+  mutable std::condition_variable change_cv_;
+  std::function<bool()> watch_hurry_;
+};
+
+}  // namespace gpu_extender

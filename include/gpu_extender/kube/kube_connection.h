@@ -1,0 +1,88 @@
+#pragma once
+// Everything the extender does with the Kubernetes API, wired together: the API client, the cluster
+// view fed by two reflectors (pods on nodes, nodes), the placement ledger, the binder, and a
+// housekeeping thread that ends what the ledger holds past its time, and logs when the view goes stale.
+//
+// Thread-safe: start() and stop() from the main thread; the rest is read by request threads.
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "gpu_extender/kube/binder.h"
+#include "gpu_extender/kube/cluster_view.h"
+#include "gpu_extender/kube/kube_config.h"
+#include "gpu_extender/kube/placement_ledger.h"
+#include "gpu_extender/policy/policy_holder.h"
+
+namespace gpu_extender {
+
+namespace kube {
+class ApiClient;
+class Reflector;
+class LeaseElector;
+class DeletionCostKeeper;
+}  // namespace kube
+
+// Pod deletion costs (--deletion-costs): the Lease that elects the one writer, and the writer's pace.
+struct DeletionCostSettings {
+  std::string lease_namespace, lease_name, identity;
+  std::chrono::milliseconds lease_duration{15000}, renew_deadline{10000}, retry_period{2000};
+  double qps = 5;
+  std::vector<std::string> scheduler_names;
+};
+
+struct DeletionCostStats {
+  bool leader = false;
+  uint64_t written = 0, failed = 0;
+  uint64_t passes = 0;  // whole passes over the pods while leading
+  std::map<int, size_t> pods_by_bucket;
+  size_t user_owned = 0;
+};
+
+// Counts of one reflector (list+watch of one resource), read at scrape time.
+struct WatchCounts {
+  std::string resource;  // "pods" | "nodes"
+  uint64_t lists = 0, watches = 0, events = 0, relists_after_gone = 0, failures = 0, not_understood = 0;
+};
+
+struct KubeOptions {
+  LedgerOptions ledger;
+  std::chrono::seconds watch_timeout{300};
+  std::chrono::seconds stale_after{120};  // no event or bookmark for this long: log that the view is stale
+};
+
+class KubeConnection {
+ public:
+  KubeConnection(ApiEndpoint endpoint, const ViewSchema& schema, KubeOptions options = {});
+  ~KubeConnection();
+
+  void start();
+  void stop();
+
+  std::shared_ptr<ClusterView> view() const { return view_; }
+  std::shared_ptr<Binder> binder() const { return binder_; }
+  std::shared_ptr<PlacementLedger> ledger() const { return ledger_; }
+  const ApiEndpoint& endpoint() const;
+  // Counters of the two reflectors, for /metrics.
+  std::vector<WatchCounts> watch_counts() const;
+  // Keep pod deletion costs, once started, with the policy `policy()` returns at each pass. Before start().
+  void keep_deletion_costs(const DeletionCostSettings& settings, std::shared_ptr<const PolicyHolder> policies);
+  std::optional<DeletionCostStats> deletion_cost_stats() const;  // nullopt when costs are not kept
+
+ private:
+  std::shared_ptr<kube::ApiClient> api_;
+  std::shared_ptr<ClusterView> view_;
+  std::shared_ptr<Binder> binder_;
+  std::shared_ptr<PlacementLedger> ledger_;
+  std::vector<std::unique_ptr<kube::Reflector>> reflectors_;
+  std::unique_ptr<kube::LeaseElector> elector_;
+  std::unique_ptr<kube::DeletionCostKeeper> cost_keeper_;
+  std::vector<std::thread> threads_;
+  KubeOptions options_;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace gpu_extender

@@ -1,0 +1,126 @@
+#pragma once
+// The placement ledger: the one owner of everything in flight between kube-scheduler's verbs and the
+// watch. kube-scheduler's cache is the model (assume a pod, then finish binding or forget it) with the
+// framework's per-cycle state kept apart:
+//
+//   - pending pods: seen in /filter or /prioritize, kept for their /bind (its body names only the pod);
+//   - assumed pods: counted on their node from /bind until the watch shows them bound (or the TTL);
+//   - pod groups (group_book.h): their plans, the room held for members still to place, the members
+//     that passed, the gate.
+//
+// What is in flight is counted on its node in the cluster view (ClusterView::count_in_flight) so that
+// every verb reads one usage per node; the view is the watch's store and knows nothing of why.
+//
+// Each operation is one step of what the scheduler does, atomic under the ledger's one lock:
+//
+//   /filter, /prioritize   remember_pending, admit (a group member: its group's plan)
+//   /bind                  take_pending, reserve (counted on its node, a group member's slot taken),
+//                          wait_at_gate (a group member: until every member passed), then commit or
+//                          roll_back (the whole undo: the slot held again, the pod no longer counted)
+//   the watch              observe_pod, observe_deleted, observe_relist: assumptions the watch now
+//                          confirms are forgotten (after the view counts the pod: never under-counted)
+//   housekeeping           expire: assumptions the watch never confirmed, pending pods never bound,
+//                          groups without progress for the TTL
+//
+// Lock order: the ledger's lock, then the view's; the view never calls the ledger. Thread-safe.
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "gpu_extender/kube/cluster_view.h"
+#include "gpu_extender/kube/group_book.h"
+
+namespace gpu_extender {
+
+struct LedgerOptions {
+  std::chrono::milliseconds assume_ttl{30000};    // an assumed pod the watch never shows bound
+  std::chrono::milliseconds pending_ttl{300000};  // a pod seen in /filter and never bound
+  std::chrono::milliseconds group_ttl{120000};    // room held for a group without progress
+  std::chrono::milliseconds group_gate{4000};     // a member's /bind waits this long for the rest
+};
+
+class PlacementLedger {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr size_t kMaxPending = 4096;
+
+  explicit PlacementLedger(std::shared_ptr<ClusterView> view, LedgerOptions options = {});
+
+  // --- /filter and /prioritize ---
+  // A pod seen in /filter or /prioritize: /bind needs its requests and scheduler (its body has
+  // neither). Kept until its bind, for at most pending_ttl, and at most kMaxPending pods.
+  void remember_pending(const PodRequest& pod);
+  // A group member's plan (GroupBook::admit).
+  GroupBook::Admission admit(const PodRequest& pod, const GroupSpec& spec, const std::string& spec_error,
+                             const Policy& policy, const GroupBook::Candidates& candidates,
+                             const GroupBook::AnySent& any_sent);
+
+  // --- /bind ---
+  std::optional<PendingPod> take_pending(std::string_view uid);
+  // Counts `counted` (the pod's requests, on its shared GPU's device) on `node` at once, until the
+  // watch shows the pod bound or the assume TTL passes; a group member takes its slot there in the
+  // same step (the next member's /filter must never see both the pod and the room held for it).
+  void reserve(const PendingPod& pod, const std::string& node, const ResourceAmounts& counted);
+  // A group member: waits until every member has passed (GroupBook::wait_at_gate). Others pass at once.
+  GroupBook::Gate wait_at_gate(const PendingPod& pod);
+  // The bind succeeded: the group is placed once all its members have.
+  void commit(const PendingPod& pod);
+  // The bind failed, or the gate refused it: the whole undo. A member's slot is held again (its retry
+  // is planned there) and the pod no longer counts on its node.
+  void roll_back(const PendingPod& pod);
+
+  // --- the watch (after the view has applied the same event) ---
+  void observe_pod(const PodRequest& pod);
+  void observe_deleted(std::string_view uid);
+  void observe_relist(const std::vector<ClusterView::BoundPod>& pods);
+
+  // --- housekeeping ---
+  struct Expired {
+    size_t assumed = 0, pending = 0, groups = 0;
+  };
+  Expired expire(Clock::time_point now = Clock::now());
+
+  // --- reads ---
+  // What a victim frees: its node and requests, bound (the watch) or assumed.
+  std::optional<std::pair<std::string, ResourceAmounts>> pod_usage(std::string_view uid) const;
+  // The smallest shared GPU memory a pending pod asks, in the policy's unit; 0 when none does.
+  int64_t smallest_pending_shared_gpu_memory() const;
+  struct Stats {
+    size_t assumed = 0, pending = 0;
+    GroupBook::Stats groups;
+  };
+  Stats stats() const;
+  std::optional<GroupBook::Report> group_report(const std::string& key) const;
+  // Called with the seconds from a group's first member to its last bind, as each group is placed.
+  void on_group_placed(std::function<void(double)> observer);
+  const LedgerOptions& options() const { return options_; }
+  const std::shared_ptr<ClusterView>& view() const { return view_; }
+
+ private:
+  struct Assumed {
+    std::string node;
+    ResourceAmounts requests;
+    Clock::time_point expires;
+  };
+  struct Pending {
+    PendingPod pod;
+    Clock::time_point seen;
+  };
+  void forget_assumed(std::string_view uid);  // under mutex_
+
+  std::shared_ptr<ClusterView> view_;
+  LedgerOptions options_;
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, Assumed, StringHash, std::equal_to<>> assumed_;  // by uid
+  std::unordered_map<std::string, Pending, StringHash, std::equal_to<>> pending_;  // by uid, bounded
+  GroupBook groups_;                                                               // under mutex_
+};
+
+}  // namespace gpu_extender

@@ -1,0 +1,117 @@
+// A group member's verdicts: its group's plan decides where it may go (group_book.h); on a planned
+// node with a slot left the policy still judges it, over the node's usage as of now less the slot held
+// for it (a node that changed since the plan refuses it with the policy's own reason).
+#include <algorithm>
+
+#include "common/json_writer.h"
+#include "server/service/group_member.h"
+
+namespace gpu_extender::verbs {
+namespace {
+
+constexpr std::string_view kGroupRule = "group";  // the rule named for refusals of the plan
+
+// The request's nodes that the extender knows, with their usage as of now: the planning candidates.
+// Called under the group book's lock, so names mode looks the names up again: the lookup before it
+// may predate another group's plan, and two groups planned on the same GPUs would both be stuck.
+std::span<const NodeInput> gather_candidates(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args) {
+  GroupScratch& g = ws.group;
+  g.candidates.clear();
+  if (args.full_mode) {
+    gather_full_mode(ctx, ws, args);
+    g.candidates = ws.full.inputs;
+  } else {
+    ws.names.lookup(*ctx.parts.cluster, args);
+    for (const uint32_t slot : ws.names.slots())
+      if (slot != NodeMemo::kNoSlot) g.candidates.push_back(ws.names.input(slot));
+  }
+  return g.candidates;
+}
+
+// The node of name i of the request, or null when the extender does not know it.
+const NodeView* node_of(const Workspace& ws, const ExtenderArgs& args, size_t i) {
+  if (args.full_mode) return &args.nodes[i];
+  const uint32_t slot = ws.names.slots()[i];
+  return slot == NodeMemo::kNoSlot ? nullptr : ws.names.input(slot).node;
+}
+
+// Every name given the one shared verdict.
+void refuse_all(Workspace& ws, size_t count, Fit fit, const std::string& reason) {
+  GroupScratch& g = ws.group;
+  g.refused = NodeVerdict{fit, reason, kGroupRule};
+  g.refused_json.clear();
+  append_json_string(g.refused_json, reason);
+  g.verdict_of.assign(count, &g.refused);
+  g.encoded.assign(count, EncodedVerdict{fit, g.refused_json});
+}
+
+// A planned node with a slot left: the policy's verdict, the slot held for this member taken off.
+void judge_planned(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args, const NodeView& node,
+                   NodeVerdict& out) {
+  ResourceAmounts used = ctx.parts.cluster->used_on(node.name).value_or(ResourceAmounts{});
+  used.subtract(args.pod.requests);
+  NodeInput probe(&node, &used);
+  ws.policy->filter(args.pod, {&probe, 1}, ws.group.one);
+  out = std::move(ws.group.one[0]);
+}
+
+}  // namespace
+
+GroupJudgement judge_group_member(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args, std::string& error) {
+  std::string spec_error;
+  const std::optional<GroupSpec> spec = group_spec_of(args.pod, ws.policy->schema(), spec_error);
+  if (!spec) return GroupJudgement::kNotMember;
+  if (!ctx.parts.cluster || !ctx.parts.ledger) {
+    error = "pod " + pod_label(args.pod) + " is in group " + spec->key +
+            ": placing a group whole needs the extender's cluster view (Kubernetes API access: in a pod, or "
+            "--kubeconfig) to see every node's usage and hold the group's room; this extender has none";
+    return GroupJudgement::kNoClusterView;
+  }
+  if (!args.full_mode) ws.names.lookup(*ctx.parts.cluster, args);
+  GroupScratch& g = ws.group;
+  // Whether the scheduler sent any of the plan's open nodes: the verdict pass below finds out anyway, so
+  // the first admission takes it for granted, and only a pass that finds none asks again with the answer
+  // (the plan then moves; usually it holds, and the request's names are read once).
+  auto candidates = [&] { return gather_candidates(ctx, ws, args); };
+  auto sent = [&](std::span<const std::string> open) {
+    return std::any_of(args.node_names.begin(), args.node_names.end(),
+                       [&](std::string_view name) { return std::binary_search(open.begin(), open.end(), name); });
+  };
+  g.admission = ctx.parts.ledger->admit(args.pod, *spec, spec_error, *ws.policy, candidates,
+                                        [](std::span<const std::string>) { return true; });
+  const size_t count = args.node_names.size();
+  using Kind = GroupBook::Admission::Kind;
+  for (int pass = 0; pass < 2; ++pass) {
+    if (g.admission.kind == Kind::kRefused) {
+      refuse_all(ws, count, g.admission.fit, g.admission.reason);
+      break;
+    }
+    refuse_all(ws, count, Fit::kResolvable, "outside the plan: " + g.admission.plan);
+    const std::vector<std::string>& open = g.admission.open;
+    g.planned.resize(open.size());  // sized first: verdict_of points into it
+    g.planned_json.resize(open.size());
+    size_t judged = 0, found = 0;
+    for (size_t i = 0; i < count && found < open.size(); ++i) {
+      if (!std::binary_search(open.begin(), open.end(), args.node_names[i])) continue;
+      ++found;
+      const NodeView* node = node_of(ws, args, i);
+      if (!node) continue;  // not in the cache: refused as outside what the extender can judge
+      NodeVerdict& v = g.planned[judged];
+      std::string& json = g.planned_json[judged++];
+      judge_planned(ctx, ws, args, *node, v);
+      json.clear();
+      if (!v.passed()) append_json_string(json, v.reason);
+      g.verdict_of[i] = &v;
+      g.encoded[i] = {v.fit, json};
+    }
+    if (found > 0 || pass > 0) break;
+    g.admission = ctx.parts.ledger->admit(args.pod, *spec, spec_error, *ws.policy, candidates, sent);
+  }
+  if (args.full_mode) {  // the encoder takes a verdict per node
+    g.verdicts.clear();
+    for (const NodeVerdict* v : g.verdict_of) g.verdicts.push_back(*v);
+  }
+  return GroupJudgement::kJudged;
+}
+
+}  // namespace gpu_extender::verbs

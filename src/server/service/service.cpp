@@ -1,0 +1,141 @@
+// ExtenderService: what the verbs share (parts, the bind tracker, the workspace pool), and dispatch.
+#include <algorithm>
+#include <thread>
+
+#include "common/json_writer.h"
+#include "gpu_extender/usage/gpu_utilization.h"
+#include "gpu_extender/kube/placement_ledger.h"
+#include "gpu_extender/wire/wire_encode.h"
+#include "server/service/verb_context.h"
+
+namespace gpu_extender {
+namespace {
+// As many as the default number of workers, so that steady load never frees and re-creates a
+// workspace (which fragmented the heap: resident memory crept under concurrency 64).
+size_t idle_workspaces_to_keep() { return std::max(4U, 2 * std::thread::hardware_concurrency()); }
+}  // namespace
+
+std::string_view verb_name(Verb verb) {
+  switch (verb) {
+    case Verb::kFilter: return "filter";
+    case Verb::kPrioritize: return "prioritize";
+    case Verb::kBind: return "bind";
+    case Verb::kPreempt: return "preempt";
+    case Verb::kExplain: return "explain";
+  }
+  return "unknown";
+}
+
+std::string_view bind_result_name(BindResult result) {
+  switch (result) {
+    case BindResult::kNone: return "";
+    case BindResult::kBound: return "bound";
+    case BindResult::kFailed: return "failed";
+    case BindResult::kRefused: return "refused";
+    case BindResult::kNoApi: return "no_api";
+  }
+  return "";
+}
+
+std::string_view answer_error_name(AnswerError cause) {
+  switch (cause) {
+    case AnswerError::kNone: return "other";
+    case AnswerError::kNoNodeCache: return "no_node_cache";
+    case AnswerError::kGroupNoClusterView: return "group_no_cluster_view";
+    case AnswerError::kBindNoApi: return "bind_no_api";
+    case AnswerError::kBindRefused: return "bind_refused";
+    case AnswerError::kBindFailed: return "bind_failed";
+  }
+  return "other";
+}
+
+Verb answer_error_verb(AnswerError cause) {
+  return cause == AnswerError::kNoNodeCache || cause == AnswerError::kGroupNoClusterView ? Verb::kFilter : Verb::kBind;
+}
+
+ExtenderService::ExtenderService(ServiceParts parts)
+    : parts_(std::move(parts)),
+      workspaces_(std::make_unique<WorkspacePool>(idle_workspaces_to_keep())),
+      // Waiting for binds makes sense only where this extender binds.
+      tracker_(std::make_unique<BindTracker>(parts_.binder ? parts_.bind_wait : std::chrono::milliseconds(0))) {
+  if (!parts_.policies) parts_.policies = std::make_shared<PolicyHolder>(parts_.policy);
+  if (parts_.cluster && !parts_.ledger) parts_.ledger = std::make_shared<PlacementLedger>(parts_.cluster);
+  parts_.policy = nullptr;  // the holder's is the one in force
+  if (!parts_.usage) parts_.usage = parts_.cluster ? std::shared_ptr<const UsageSource>(parts_.cluster) : make_no_usage();
+}
+
+ExtenderService::~ExtenderService() = default;
+
+int ExtenderService::handle(Verb verb, Workspace& ws, VerbSummary& summary) const {
+  ws.answer.clear();
+  ws.policy = parts_.policies->current();
+  const verbs::VerbContext ctx{parts_, *tracker_, shared_gpu_bind_mutex_};
+  try {
+    switch (verb) {
+      case Verb::kFilter: return verbs::filter(ctx, ws, summary);
+      case Verb::kPrioritize: return verbs::prioritize(ctx, ws, summary);
+      case Verb::kBind: return verbs::bind(ctx, ws, summary);
+      case Verb::kPreempt: return verbs::preempt(ctx, ws, summary);
+      case Verb::kExplain: return verbs::explain(ctx, ws, summary);
+    }
+  } catch (const DecodeError& e) {
+    return verbs::fail(ws, 400, e.what(), summary);
+  }
+  return verbs::fail(ws, 500, "unknown verb", summary);
+}
+
+Reply ExtenderService::handle(Verb verb, std::string_view body, VerbSummary& summary) const {
+  std::shared_ptr<Workspace> ws = workspaces_->acquire();
+  ws->body.reserve(body.size() + kJsonPadding);
+  ws->body.assign(body);
+  Reply reply;
+  reply.status = handle(verb, *ws, summary);
+  reply.body = ws->answer;
+  return reply;
+}
+
+BindWaitStats ExtenderService::bind_wait_stats() const { return tracker_->stats(); }
+
+namespace verbs {
+
+int fail(Workspace& ws, int status, std::string_view message, VerbSummary& summary) {
+  ws.answer.clear();
+  encode_error_object(message, ws.answer);
+  summary.error = std::string(message);
+  return status;
+}
+
+std::string pod_label(const PodRequest& pod) { return std::string(pod.ns) + "/" + std::string(pod.name); }
+
+const ExtenderArgs& decode_args(const VerbContext& ctx, Workspace& ws, VerbSummary& summary, bool scheduling) {
+  const ExtenderArgs& args = ws.decoder.decode_extender_args(ws.body, ws.policy->schema());
+  summary.pod = pod_label(args.pod);
+  summary.nodes_in = args.node_names.size();
+  if (scheduling) {
+    if (ctx.parts.ledger) ctx.parts.ledger->remember_pending(args.pod);  // /bind will need its requests
+    // The pod scored just before this one may be on its way to /bind: judge this one on usage that
+    // counts it (usage is read after the wait).
+    summary.bind_wait_ms =
+        std::chrono::duration<double, std::milli>(ctx.tracker.wait_for_others(args.pod.uid)).count();
+  }
+  return args;
+}
+
+void gather_full_mode(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args) {
+  FullModeNodes& full = ws.full;
+  full.inputs.clear();
+  full.usage.resize(args.nodes.size());  // sized first: the inputs point into it
+  for (size_t i = 0; i < args.nodes.size(); ++i) {
+    full.usage[i] = ctx.parts.usage->used_on(args.nodes[i].name);
+    full.inputs.emplace_back(&args.nodes[i], full.usage[i]);
+  }
+}
+
+void add_live_utilization(const VerbContext& ctx, std::vector<NodeInput>& inputs) {
+  if (!ctx.parts.utilization) return;
+  const auto now = GpuUtilizationSource::Clock::now();
+  for (NodeInput& input : inputs) input.live_gpu_utilization = ctx.parts.utilization->fresh(input.node->name, now);
+}
+
+}  // namespace verbs
+}  // namespace gpu_extender
