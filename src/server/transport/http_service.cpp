@@ -21,23 +21,16 @@
 #include "server/observability/request_log.h"
 #include "server/service/workspace.h"
 #include "server/transport/connection_server.h"
+#include "server/transport/http_answers.h"
 #include "server/transport/tls_certificates.h"
 #include "server/transport/worker_pool.h"
 
 namespace gpu_extender {
 namespace {
 
-constexpr const char* kJson = "application/json";
 // How long a request waits for room in the memory budget: kube-scheduler gives an extender call 5 s
 // (httpTimeout's default) in all; waiting longer would answer a call it has given up on.
 constexpr std::chrono::seconds kBudgetWait{5};
-
-void send_error(httplib::Response& res, int status, std::string_view message) {
-  std::string body;
-  encode_error_object(message, body);
-  res.status = status;
-  res.set_content(body, kJson);
-}
 
 // The Error of a 500 for an exception a handler let out, logged; either HTTP path answers it.
 std::string internal_error(std::string_view path, std::string_view what) {
@@ -233,50 +226,6 @@ void HttpService::configure(ConnectionServer& svr, int threads, int max_threads,
     }
     send_error(res, 500, internal_error(req.path, what));
   });
-}
-
-// Known paths answer other methods with 405 and the Allow header, not 404.
-static void method_not_allowed(httplib::Server& svr, const std::string& path, const char* allow) {
-  auto handler = [path, allow](const httplib::Request& req, httplib::Response& res) {
-    res.set_header("Allow", allow);
-    send_error(res, 405, "method " + req.method + " not allowed on " + path + " (allowed: " + allow + ")");
-  };
-  if (std::string(allow) != "POST") svr.Post(path, handler);
-  if (std::string(allow) != "GET") svr.Get(path, handler);
-  svr.Put(path, handler);
-  svr.Patch(path, handler);
-  svr.Delete(path, handler);
-}
-
-// /healthz, /readyz, /version, /metrics: on the service port, and on --metrics-port when given.
-void HttpService::install_probe_routes(httplib::Server& svr) {
-  svr.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(R"({"status":"ok"})", kJson);
-  });
-  svr.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
-    if (service_->ready()) {
-      res.set_content(R"({"status":"ready"})", kJson);
-    } else {
-      res.status = 503;
-      res.set_content(R"({"status":"not ready","Error":"shutting down, or the cluster view has not listed nodes and pods yet"})", kJson);
-    }
-  });
-  svr.Get("/version", [this](const httplib::Request&, httplib::Response& res) {
-    std::string body = "{\"version\":";
-    append_json_string(body, version());
-    body += ",\"commit\":";
-    append_json_string(body, git_commit());
-    body += ",\"policy\":";
-    append_json_string(body, service_->policy()->config().source);
-    body += ",\"usage\":";
-    append_json_string(body, service_->usage().describe());
-    body += "}";
-    res.set_content(body, kJson);
-  });
-  svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics_->render(), "text/plain; version=0.0.4; charset=utf-8");
-  });
-  for (const char* path : {"/healthz", "/readyz", "/version", "/metrics"}) method_not_allowed(svr, path, "GET");
 }
 
 struct HttpService::VerbAnswer {
