@@ -16,6 +16,7 @@
 #include "gpu_extender/common/build_info.h"
 #include "gpu_extender/usage/usage_source.h"
 #include "server/observability/group_metrics.h"
+#include "server/observability/metric_table.h"
 #include "server/observability/process_metrics.h"
 
 namespace gpu_extender {
@@ -74,47 +75,22 @@ class ClusterCollector final : public prometheus::Collectable {
     const ClusterView::Stats s = view_->stats();
     const PlacementLedger::Stats in_flight = ledger_->stats();
     std::vector<MetricFamily> out;
-    auto gauge = [&](const char* name, const char* help, double value) {
-      MetricFamily f{name, help, MetricType::Gauge, {}};
-      prometheus::ClientMetric m;
-      m.gauge.value = value;
-      f.metric.push_back(m);
-      out.push_back(std::move(f));
-    };
-    gauge("gpu_extender_cluster_nodes", "Nodes in the extender's cluster view.", static_cast<double>(s.nodes));
-    gauge("gpu_extender_cluster_pods", "Pods holding resources on a node, in the cluster view.", static_cast<double>(s.pods));
-    gauge("gpu_extender_cluster_assumed_pods", "Pods bound by /bind and not yet confirmed by the watch.",
-          static_cast<double>(in_flight.assumed));
+    auto gauge = [&](Metric id, double value) { out.push_back(single(id, value)); };
+    gauge(Metric::kClusterNodes, static_cast<double>(s.nodes));
+    gauge(Metric::kClusterPods, static_cast<double>(s.pods));
+    gauge(Metric::kClusterAssumedPods, static_cast<double>(in_flight.assumed));
     const ClusterView::SharedGpuStats shared = view_->shared_gpu_stats(ledger_->smallest_pending_shared_gpu_memory());
-    gauge("gpu_extender_shared_gpu_devices", "GPUs shared by memory (gpushare's gpu-count) on the nodes in the view.",
-          static_cast<double>(shared.devices));
-    gauge("gpu_extender_shared_gpu_free_memory", "Free shared GPU memory on those GPUs, in the policy's unit (GiB or MiB).",
-          static_cast<double>(shared.free));
-    gauge("gpu_extender_shared_gpu_fragmented_memory",
-          "Free shared GPU memory on GPUs where it is less than the smallest pending shared request (no pending pod "
-          "fits there), in the policy's unit; 0 while none is pending.",
-          static_cast<double>(shared.fragmented));
-    gauge("gpu_extender_cluster_synced", "1 once the first lists of nodes and pods are in the view.",
-          view_->ready() ? 1 : 0);
-    gauge("gpu_extender_cluster_last_event_age_seconds",
-          "Seconds since the last watch event or bookmark (the view's staleness); -1 before the first.",
-          s.seconds_since_event);
-    MetricFamily lists{"gpu_extender_watch_lists_total", "Full lists of a resource (start, 410 Gone, errors).",
-                       MetricType::Counter, {}};
-    MetricFamily restarts{"gpu_extender_watch_restarts_total", "Watches of a resource that ended and were restarted, by reason.",
-                          MetricType::Counter, {}};
-    MetricFamily events{"gpu_extender_watch_events_total", "Watch events applied, by resource.", MetricType::Counter, {}};
-    MetricFamily not_understood{"gpu_extender_watch_objects_not_understood_total",
-                                "Objects (listed or watched) with a field the policy reads that could not be understood; "
-                                "what could be read still counts.",
-                                MetricType::Counter, {}};
+    gauge(Metric::kSharedGpuDevices, static_cast<double>(shared.devices));
+    gauge(Metric::kSharedGpuFreeMemory, static_cast<double>(shared.free));
+    gauge(Metric::kSharedGpuFragmentedMemory, static_cast<double>(shared.fragmented));
+    gauge(Metric::kClusterSynced, view_->ready() ? 1 : 0);
+    gauge(Metric::kClusterLastEventAgeSeconds, s.seconds_since_event);
+    MetricFamily lists = family(Metric::kWatchListsTotal);
+    MetricFamily restarts = family(Metric::kWatchRestartsTotal);
+    MetricFamily events = family(Metric::kWatchEventsTotal);
+    MetricFamily not_understood = family(Metric::kWatchObjectsNotUnderstoodTotal);
     for (const WatchCounts& w : watches_()) {
-      auto add = [&](MetricFamily& f, double value, std::vector<prometheus::ClientMetric::Label> labels) {
-        prometheus::ClientMetric m;
-        m.label = std::move(labels);
-        m.counter.value = value;
-        f.metric.push_back(std::move(m));
-      };
+      const auto add = add_sample;
       add(lists, static_cast<double>(w.lists), {{"resource", w.resource}});
       add(restarts, static_cast<double>(w.relists_after_gone), {{"reason", "gone"}, {"resource", w.resource}});
       add(restarts, static_cast<double>(w.failures), {{"reason", "error"}, {"resource", w.resource}});
@@ -140,24 +116,9 @@ class UtilizationCollector final : public prometheus::Collectable {
   explicit UtilizationCollector(std::shared_ptr<const GpuUtilizationSource> source) : source_(std::move(source)) {}
   std::vector<MetricFamily> Collect() const override {
     const GpuUtilizationSource::Stats s = source_->stats();
-    std::vector<MetricFamily> out;
-    auto add = [&](const char* name, const char* help, MetricType type, double value) {
-      MetricFamily f{name, help, type, {}};
-      prometheus::ClientMetric m;
-      if (type == MetricType::Counter) m.counter.value = value;
-      else m.gauge.value = value;
-      f.metric.push_back(m);
-      out.push_back(std::move(f));
-    };
-    add("gpu_extender_gpu_utilization_refresh_age_seconds",
-        "Seconds since the last good answer of Prometheus to the GPU utilisation query; -1 before the first.",
-        MetricType::Gauge, s.seconds_since_success);
-    add("gpu_extender_gpu_utilization_query_errors_total",
-        "GPU utilisation queries to Prometheus that failed (no answer, an error, not a vector).", MetricType::Counter,
-        static_cast<double>(s.errors));
-    add("gpu_extender_gpu_utilization_nodes", "Nodes in the last good answer of the GPU utilisation query.",
-        MetricType::Gauge, static_cast<double>(s.nodes));
-    return out;
+    return {single(Metric::kGpuUtilizationRefreshAgeSeconds, s.seconds_since_success),
+            single(Metric::kGpuUtilizationQueryErrorsTotal, static_cast<double>(s.errors)),
+            single(Metric::kGpuUtilizationNodes, static_cast<double>(s.nodes))};
   }
 
  private:
@@ -168,43 +129,18 @@ class UtilizationCollector final : public prometheus::Collectable {
 
 struct Metrics::Impl {
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
-  prometheus::Family<prometheus::Counter>& requests =
-      prometheus::BuildCounter().Name("gpu_extender_requests_total").Help("Requests by verb and HTTP status code.").Register(*registry);
-  prometheus::Family<prometheus::Histogram>& latency =
-      prometheus::BuildHistogram()
-          .Name("gpu_extender_request_duration_seconds")
-          .Help("Time from the request's arrival to its answer being ready, by verb (reading the body included).")
-          .Register(*registry);
-  prometheus::Family<prometheus::Histogram>& body =
-      prometheus::BuildHistogram().Name("gpu_extender_request_body_bytes").Help("Request body size, by verb.").Register(*registry);
-  prometheus::Family<prometheus::Histogram>& nodes =
-      prometheus::BuildHistogram().Name("gpu_extender_request_nodes").Help("Nodes (or candidates) per request, by verb.").Register(*registry);
-  prometheus::Family<prometheus::Counter>& rejections =
-      prometheus::BuildCounter()
-          .Name("gpu_extender_filter_rejections_total")
-          .Help("Nodes refused by /filter, by the rule that refused them (nodeCache: not in the node cache).")
-          .Register(*registry);
-  prometheus::Family<prometheus::Counter>& answer_errors =
-      prometheus::BuildCounter()
-          .Name("gpu_extender_answer_errors_total")
-          .Help("Errors answered inside a 200 (the protocol's Error field; kube-scheduler only logs them), by verb and cause.")
-          .Register(*registry);
-  prometheus::Family<prometheus::Counter>& binds =
-      prometheus::BuildCounter().Name("gpu_extender_binds_total").Help("Bind requests by result.").Register(*registry);
-  prometheus::Counter& shared_gpu_binds = prometheus::BuildCounter()
-                                              .Name("gpu_extender_shared_gpu_binds_total")
-                                              .Help("Pods bound to share a GPU by memory (a device chosen for them).")
-                                              .Register(*registry)
+  prometheus::Family<prometheus::Counter>& requests = counter_family(*registry, Metric::kRequestsTotal);
+  prometheus::Family<prometheus::Histogram>& latency = histogram_family(*registry, Metric::kRequestDurationSeconds);
+  prometheus::Family<prometheus::Histogram>& body = histogram_family(*registry, Metric::kRequestBodyBytes);
+  prometheus::Family<prometheus::Histogram>& nodes = histogram_family(*registry, Metric::kRequestNodes);
+  prometheus::Family<prometheus::Counter>& rejections = counter_family(*registry, Metric::kFilterRejectionsTotal);
+  prometheus::Family<prometheus::Counter>& answer_errors = counter_family(*registry, Metric::kAnswerErrorsTotal);
+  prometheus::Family<prometheus::Counter>& binds = counter_family(*registry, Metric::kBindsTotal);
+  prometheus::Counter& shared_gpu_binds = counter_family(*registry, Metric::kSharedGpuBindsTotal)
                                               .Add({});
-  prometheus::Family<prometheus::Counter>& preemption =
-      prometheus::BuildCounter()
-          .Name("gpu_extender_preemption_candidates_total")
-          .Help("Preemption candidate nodes kept or dropped by /preempt.")
-          .Register(*registry);
-  prometheus::Family<prometheus::Counter>& reloads =
-      prometheus::BuildCounter().Name("gpu_extender_config_reloads_total").Help("Policy reloads by result.").Register(*registry);
-  prometheus::Family<prometheus::Gauge>& build =
-      prometheus::BuildGauge().Name("gpu_extender_build_info").Help("Version and commit of the running binary (always 1).").Register(*registry);
+  prometheus::Family<prometheus::Counter>& preemption = counter_family(*registry, Metric::kPreemptionCandidatesTotal);
+  prometheus::Family<prometheus::Counter>& reloads = counter_family(*registry, Metric::kConfigReloadsTotal);
+  prometheus::Family<prometheus::Gauge>& build = gauge_family(*registry, Metric::kBuildInfo);
 
   struct PerVerb {
     prometheus::Histogram* latency;
@@ -275,39 +211,23 @@ void Metrics::attach_server(std::function<ServerCounts()> counts) { impl_->serve
 namespace {
 std::vector<MetricFamily> server_families(const ServerCounts& c) {
   std::vector<MetricFamily> out;
-  auto one = [&](const char* name, const char* help, MetricType type, double value,
-                 std::vector<prometheus::ClientMetric::Label> labels = {}) {
-    prometheus::ClientMetric m;
-    m.label = std::move(labels);
-    if (type == MetricType::Counter) m.counter.value = value;
-    else m.gauge.value = value;
-    if (!out.empty() && out.back().name == name) {
-      out.back().metric.push_back(std::move(m));
-      return;
-    }
-    out.push_back(MetricFamily{name, help, type, {std::move(m)}});
+  // A sample of `id`: to the family before when it is the same metric (another label value).
+  auto one = [&](Metric id, double value, std::vector<prometheus::ClientMetric::Label> labels = {}) {
+    if (out.empty() || out.back().name != spec(id).name) out.push_back(family(id));
+    add_sample(out.back(), value, std::move(labels));
   };
-  one("gpu_extender_http_threads", "Worker threads of the verb port; the pool grows one per open connection.",
-      MetricType::Gauge, static_cast<double>(c.threads));
-  const char* conn_help = "Connections of the verb port: busy (served by a thread), waiting (past --max-threads).";
-  one("gpu_extender_http_connections", conn_help, MetricType::Gauge, static_cast<double>(c.busy), {{"state", "busy"}});
-  one("gpu_extender_http_connections", conn_help, MetricType::Gauge, static_cast<double>(c.waiting), {{"state", "waiting"}});
-  one("gpu_extender_bind_waits_total", "/filter and /prioritize requests that waited for the /bind of the pod before.",
-      MetricType::Counter, static_cast<double>(c.binds.waits));
-  one("gpu_extender_bind_wait_seconds_total", "Time /filter and /prioritize spent waiting for the previous pod's /bind.",
-      MetricType::Counter, c.binds.waited_seconds);
-  one("gpu_extender_bind_wait_timeouts_total",
-      "Expected /bind requests that did not come within --bind-wait-ms (the pod failed elsewhere).",
-      MetricType::Counter, static_cast<double>(c.binds.timeouts));
-  const char* budget_help = "Memory budget for request bodies (--memory-budget-bytes), bytes: total and charged now.";
-  one("gpu_extender_memory_budget_bytes", budget_help, MetricType::Gauge, static_cast<double>(c.budget_total),
+  one(Metric::kHttpThreads, static_cast<double>(c.threads));
+  one(Metric::kHttpConnections, static_cast<double>(c.busy), {{"state", "busy"}});
+  one(Metric::kHttpConnections, static_cast<double>(c.waiting), {{"state", "waiting"}});
+  one(Metric::kBindWaitsTotal, static_cast<double>(c.binds.waits));
+  one(Metric::kBindWaitSecondsTotal, c.binds.waited_seconds);
+  one(Metric::kBindWaitTimeoutsTotal, static_cast<double>(c.binds.timeouts));
+  one(Metric::kMemoryBudgetBytes, static_cast<double>(c.budget_total),
       {{"state", "total"}});
-  one("gpu_extender_memory_budget_bytes", budget_help, MetricType::Gauge, static_cast<double>(c.budget_in_use),
+  one(Metric::kMemoryBudgetBytes, static_cast<double>(c.budget_in_use),
       {{"state", "in_use"}});
-  one("gpu_extender_memory_budget_waits_total", "Requests that waited for the memory budget.", MetricType::Counter,
-      static_cast<double>(c.budget_waits));
-  one("gpu_extender_memory_budget_refusals_total", "Requests answered 503: the memory budget had no room in time.",
-      MetricType::Counter, static_cast<double>(c.budget_refusals));
+  one(Metric::kMemoryBudgetWaitsTotal, static_cast<double>(c.budget_waits));
+  one(Metric::kMemoryBudgetRefusalsTotal, static_cast<double>(c.budget_refusals));
   return out;
 }
 }  // namespace
@@ -328,32 +248,14 @@ void Metrics::attach_deletion_costs(std::function<std::optional<DeletionCostStat
 
 namespace {
 std::vector<MetricFamily> deletion_cost_families(const DeletionCostStats& s) {
-  auto sample = [](MetricType type, double value, std::vector<prometheus::ClientMetric::Label> labels = {}) {
-    prometheus::ClientMetric m;
-    m.label = std::move(labels);
-    if (type == MetricType::Counter) m.counter.value = value;
-    else m.gauge.value = value;
-    return m;
-  };
-  MetricFamily leader{"gpu_extender_deletion_cost_leader",
-                      "1 while this replica holds the Lease and writes pod deletion costs.", MetricType::Gauge,
-                      {sample(MetricType::Gauge, s.leader ? 1 : 0)}};
-  MetricFamily patches{"gpu_extender_deletion_cost_patches_total", "Pod deletion cost patches by outcome.",
-                       MetricType::Counter,
-                       {sample(MetricType::Counter, static_cast<double>(s.written), {{"outcome", "written"}}),
-                        sample(MetricType::Counter, static_cast<double>(s.failed), {{"outcome", "failed"}})}};
-  MetricFamily passes{"gpu_extender_deletion_cost_passes_total",
-                      "Whole passes of the deletion-cost writer over the pods it keeps costs of, while leading.",
-                      MetricType::Counter, {sample(MetricType::Counter, static_cast<double>(s.passes))}};
-  MetricFamily pods{"gpu_extender_deletion_cost_pods",
-                    "Pods whose deletion cost this extender keeps, by cost bucket (0: emptiest nodes), as of the last pass.",
-                    MetricType::Gauge, {}};
-  for (const auto& [bucket, n] : s.pods_by_bucket)
-    pods.metric.push_back(sample(MetricType::Gauge, static_cast<double>(n), {{"bucket", std::to_string(bucket)}}));
-  MetricFamily owned{"gpu_extender_deletion_cost_user_owned_pods",
-                     "Pods this extender places whose deletion cost someone else set: left alone.", MetricType::Gauge,
-                     {sample(MetricType::Gauge, static_cast<double>(s.user_owned))}};
-  return {leader, patches, passes, pods, owned};
+  MetricFamily patches = family(Metric::kDeletionCostPatchesTotal);
+  add_sample(patches, static_cast<double>(s.written), {{"outcome", "written"}});
+  add_sample(patches, static_cast<double>(s.failed), {{"outcome", "failed"}});
+  MetricFamily pods = family(Metric::kDeletionCostPods);
+  for (const auto& [bucket, n] : s.pods_by_bucket) add_sample(pods, static_cast<double>(n), {{"bucket", std::to_string(bucket)}});
+  return {single(Metric::kDeletionCostLeader, s.leader ? 1 : 0), patches,
+          single(Metric::kDeletionCostPassesTotal, static_cast<double>(s.passes)), pods,
+          single(Metric::kDeletionCostUserOwnedPods, static_cast<double>(s.user_owned))};
 }
 }  // namespace
 

@@ -8,18 +8,10 @@
 #include <sstream>
 #include <string>
 
+#include "server/observability/metric_table.h"
+
 namespace gpu_extender {
 namespace {
-
-prometheus::MetricFamily single(const std::string& name, const std::string& help, prometheus::MetricType type,
-                                double value) {
-  prometheus::MetricFamily family{name, help, type, {}};
-  prometheus::ClientMetric metric;
-  if (type == prometheus::MetricType::Counter) metric.counter.value = value;
-  else metric.gauge.value = value;
-  family.metric.push_back(metric);
-  return family;
-}
 
 double boot_time_seconds() {
   std::ifstream stat("/proc/stat");
@@ -52,14 +44,10 @@ std::vector<prometheus::MetricFamily> ProcessCollector::Collect() const {
     auto field = [&](int n) { return static_cast<size_t>(n - 3) < f.size() ? std::stod(f[static_cast<size_t>(n - 3)]) : 0.0; };
     const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
     const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
-    out.push_back(single("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
-                         prometheus::MetricType::Counter, (field(14) + field(15)) / ticks));
-    out.push_back(single("process_start_time_seconds", "Start time of the process since unix epoch in seconds.",
-                         prometheus::MetricType::Gauge, boot_time_seconds() + field(22) / ticks));
-    out.push_back(single("process_virtual_memory_bytes", "Virtual memory size in bytes.", prometheus::MetricType::Gauge,
-                         field(23)));
-    out.push_back(single("process_resident_memory_bytes", "Resident memory size in bytes.",
-                         prometheus::MetricType::Gauge, field(24) * page));
+    out.push_back(single(Metric::kProcessCpuSecondsTotal, (field(14) + field(15)) / ticks));
+    out.push_back(single(Metric::kProcessStartTimeSeconds, boot_time_seconds() + field(22) / ticks));
+    out.push_back(single(Metric::kProcessVirtualMemoryBytes, field(23)));
+    out.push_back(single(Metric::kProcessResidentMemoryBytes, field(24) * page));
   }
   double fds = 0;
   if (DIR* dir = opendir("/proc/self/fd")) {
@@ -68,10 +56,9 @@ std::vector<prometheus::MetricFamily> ProcessCollector::Collect() const {
     closedir(dir);
     fds -= 1;  // the directory handle itself
   }
-  out.push_back(single("process_open_fds", "Number of open file descriptors.", prometheus::MetricType::Gauge, fds));
+  out.push_back(single(Metric::kProcessOpenFds, fds));
   const long max_fds = sysconf(_SC_OPEN_MAX);
-  out.push_back(single("process_max_fds", "Maximum number of open file descriptors.", prometheus::MetricType::Gauge,
-                       static_cast<double>(max_fds)));
+  out.push_back(single(Metric::kProcessMaxFds, static_cast<double>(max_fds)));
   return out;
 }
 
