@@ -16,6 +16,8 @@
 #include "../unit/test_support.h"
 #include "extender_process.h"
 #include "fake_api_server.h"
+#include "group_truth.h"
+#include "http_support.h"
 #include "metrics_support.h"
 #include "scheduler_driver.h"
 
@@ -69,8 +71,7 @@ json spread_worker(const std::string& group, int index, int size) {
   return pod;
 }
 
-std::string group_of(const std::string& pod) { return pod.rfind("job-", 0) == 0 ? pod.substr(0, pod.rfind('-')) : ""; }
-std::string block_of(const std::string& node) { return node.substr(3, 1); }
+using test_support::group_of_member;
 
 }  // namespace
 
@@ -82,11 +83,7 @@ TEST_CASE("groups off the happy path: seeded runs with CPU refusals, failed bind
     std::vector<std::string> args = api.extender_args();
     for (const char* a : {"--group-gate-ms", "1500", "--group-ttl-seconds", "2"}) args.emplace_back(a);
     ExtenderProcess extender(args);
-    httplib::Client client("127.0.0.1", extender.port());
-    REQUIRE(test_support::eventually([&] {
-      auto res = client.Get("/readyz");
-      return res && res->status == 200;
-    }));
+    REQUIRE(test_support::becomes_ready(extender));
     // Two jobs of 2-4 workers (each fits one block of 4 nodes, one worker a node), one of 5 (fits no block),
     // plain one-GPU one-CPU pods between them; the members of each job in queue order, interleaved.
     std::mt19937_64 rng(seed);
@@ -125,22 +122,11 @@ TEST_CASE("groups off the happy path: seeded runs with CPU refusals, failed bind
     }
 
     // The truth is the API server's: per group, the blocks its bound members are in.
-    std::map<std::string, std::set<std::string>> blocks;
-    std::map<std::string, int> bound;
-    std::map<std::string, int64_t> gpus_on, cpus_on;
+    test_support::GroupTruth truth = test_support::group_truth(api, 3);  // p5-<block>-<i>
+    auto& [bound, blocks, node_of, gpus_on, cpus_on] = truth;
     std::set<std::string> spread_nodes;
-    for (const json& p : api.pods()) {
-      const std::string node = p["spec"].value("nodeName", "");
-      if (node.empty()) continue;
-      const std::string name = p["metadata"]["name"];
-      gpus_on[node] += test_support::pod_request_milli(p, "nvidia.com/gpu");
-      cpus_on[node] += test_support::pod_request_milli(p, "cpu");
-      if (const std::string g = group_of(name); !g.empty()) {
-        ++bound[g];
-        blocks[g].insert(block_of(node));
-        if (g == "job-3") CHECK(spread_nodes.insert(node).second);  // one worker a node, as its anti-affinity asks
-      }
-    }
+    for (const auto& [pod, node] : node_of)
+      if (group_of_member(pod) == "job-3") CHECK(spread_nodes.insert(node).second);  // one worker a node (anti-affinity)
     for (const auto& [group, size] : size_of) {
       INFO("group " << group << ": " << bound[group] << " of " << size << " bound");
       CHECK((bound[group] == 0 || bound[group] == size));  // whole, or nothing bound
@@ -153,7 +139,7 @@ TEST_CASE("groups off the happy path: seeded runs with CPU refusals, failed bind
     for (const auto& [node, gpus] : gpus_on) CHECK(gpus <= 8000);
     for (const auto& [node, cpus] : cpus_on) CHECK(cpus <= 16000);
     for (const Placement& p : placed) {
-      if (group_of(p.pod) != "job-2") continue;
+      if (group_of_member(p.pod) != "job-2") continue;
       INFO(p.pod << ": " << p.error);
       CHECK(p.error.find("needs one " + std::string(kLayer3) + " domain") != std::string::npos);
     }

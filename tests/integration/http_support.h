@@ -11,9 +11,19 @@
 #include <set>
 #include <string>
 
+#include "../unit/test_support.h"
 #include "extender_process.h"
 
 namespace test_support {
+
+// Whether the extender answers /readyz with 200 within a few seconds (its cluster view has listed).
+inline bool becomes_ready(ExtenderProcess& p) {
+  httplib::Client client("127.0.0.1", p.port());
+  return eventually([&] {
+    auto res = client.Get("/readyz");
+    return res && res->status == 200;
+  });
+}
 
 inline httplib::Result post(ExtenderProcess& p, const std::string& path, const std::string& body) {
   httplib::Client client("127.0.0.1", p.port());

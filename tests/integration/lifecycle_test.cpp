@@ -243,3 +243,17 @@ TEST_CASE("bounds: large bodies in flight wait for the memory budget, then get 5
   REQUIRE(served);
   CHECK(served->status == 200);
 }
+
+TEST_CASE("cli: --help lists the subcommands, and each subcommand's --help prints its usage and exits 0") {
+  const auto top = test_support::run_binary({"--help"});
+  CHECK(top.exit_code == 0);
+  CHECK(top.output.find("gpu-extender explain [flags]") != std::string::npos);
+  CHECK(top.output.find("gpu-extender simulate [flags]") != std::string::npos);
+  for (const std::string command : {"explain", "simulate"}) {
+    const auto help = test_support::run_binary({command, "--help"});
+    INFO(help.output);
+    CHECK(help.exit_code == 0);
+    CHECK(help.output.rfind("Usage: gpu-extender " + command, 0) == 0);
+  }
+  CHECK(test_support::run_binary({"explain", "-h"}).output.find("--kubeconfig FILE") != std::string::npos);
+}

@@ -101,6 +101,10 @@ class SchedulerDriver {
   size_t extender_connections() const { return connections_.dials(); }
 
  private:
+  // The resources its NodeResourcesFit counts, in whole units as the tests' objects carry them (cpu in
+  // millicores).
+  static constexpr const char* kCounted[] = {"nvidia.com/gpu", "custom.resource/aaa", "cpu"};
+  static int64_t counted_request(const json& pod, const std::string& resource);
   struct NodeState {
     json object;
     std::map<std::string, int64_t> allocatable, requested;  // of the counted resources (cpu in millicores)
