@@ -1,4 +1,5 @@
-// Decoding what the Kubernetes API sends: lists (one page each) and watch event lines, of pods and nodes.
+// Decoding what the Kubernetes API sends: lists (one page each) and watch event lines, of pods, nodes
+// and ResourceSlices.
 #include "decoder_impl.h"
 #include "common/case_insensitive.h"
 
@@ -123,6 +124,21 @@ ListMeta WireDecoder::decode_node_list(const std::string& body, const ViewSchema
     decode_node(item, schema, node);
     on_node(node);
   });
+}
+
+ListMeta WireDecoder::decode_resource_slice_list(const std::string& body, const ViewSchema& schema,
+                                                 const std::function<void(const ResourceSliceView&)>& on_slice) {
+  od::document doc = take(impl_->iterate(body), "", "a JSON object");
+  ResourceSliceView slice;
+  return walk_list(doc, "a ResourceSliceList", [&](od::value item) {
+    decode_resource_slice(item, schema, slice);
+    on_slice(slice);
+  });
+}
+
+WatchEventHeader WireDecoder::decode_resource_slice_event(std::string_view line, const ViewSchema& schema,
+                                                          ResourceSliceView& slice) {
+  return decode_event(*impl_, line, [&](od::value object) { decode_resource_slice(object, schema, slice); });
 }
 
 PodRequest WireDecoder::decode_pod_object(const std::string& body, const ViewSchema& schema) {

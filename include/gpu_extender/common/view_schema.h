@@ -62,6 +62,17 @@ struct ViewSchema {
   // GPU resource). GFD writes it on every node, 1 where GPUs are not shared.
   std::vector<std::string> node_gpu_replicas_labels{"nvidia.com/gpu.replicas"};
   std::string node_gpu_utilization_annotation = "gpu.nvidia.com/utilization";
+  // Dynamic Resource Allocation: the GPUs a DRA driver publishes as ResourceSlices (resource_slice_view.h)
+  // give a node's GPU facts where it has any, in place of its labels and allocatable. The driver, and
+  // the attribute and capacity names that carry each fact (NVIDIA's; a name matches unqualified or
+  // qualified by the driver, "gpu.nvidia.com/productName"). Devices whose type attribute is present and
+  // is not dra_gpu_type (MIG partitions) are not whole GPUs.
+  std::string dra_gpu_driver = "gpu.nvidia.com";
+  std::string dra_model_attribute = "productName";
+  std::string dra_architecture_attribute = "architecture";
+  std::string dra_type_attribute = "type";
+  std::string dra_gpu_type = "gpu";
+  std::string dra_memory_capacity = "memory";
   // Network topology levels, top (broadest) to bottom (closest), at most kMaxTopologyLevels: each a
   // node label. A node carries the levels of its provider; a domain at a level is the node's value
   // there with the values of the levels above it that it carries (values are unique only under their

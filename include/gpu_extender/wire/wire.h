@@ -17,6 +17,7 @@
 
 #include "gpu_extender/common/node_view.h"
 #include "gpu_extender/common/pod_request.h"
+#include "gpu_extender/common/resource_slice_view.h"
 #include "gpu_extender/common/view_schema.h"
 
 namespace gpu_extender {
@@ -120,6 +121,10 @@ class WireDecoder {
   // One watch event line. For ADDED/MODIFIED/DELETED the object is decoded into `pod` or `node`.
   WatchEventHeader decode_pod_event(std::string_view line, const ViewSchema& schema, PodRequest& pod);
   WatchEventHeader decode_node_event(std::string_view line, const ViewSchema& schema, NodeView& node);
+  // ResourceSlices (resource.k8s.io/v1), as pods and nodes: a list page, and one watch event line.
+  ListMeta decode_resource_slice_list(const std::string& body, const ViewSchema& schema,
+                                      const std::function<void(const ResourceSliceView&)>& on_slice);
+  WatchEventHeader decode_resource_slice_event(std::string_view line, const ViewSchema& schema, ResourceSliceView& slice);
   // A single Pod object (GET .../pods/NAME).
   PodRequest decode_pod_object(const std::string& body, const ViewSchema& schema);
   const PreemptionArgs& decode_preemption_args(const std::string& body, const ViewSchema& schema);
