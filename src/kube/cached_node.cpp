@@ -28,4 +28,25 @@ std::shared_ptr<const CachedNode> CachedNode::copy_of(const NodeView& decoded) {
   return node;
 }
 
+std::shared_ptr<const CachedNode> CachedNode::with_dra_gpus(const NodeView& listed, const DraGpuSummary& gpus) {
+  std::shared_ptr<const CachedNode> copy = copy_of(listed);
+  auto node = std::const_pointer_cast<CachedNode>(copy);
+  NodeView& v = node->view_;
+  auto set = [](const std::string& value, std::string& storage, std::optional<std::string_view>& to) {
+    storage = value;
+    if (value.empty()) to.reset();
+    else to = storage;
+  };
+  set(gpus.model, node->model_, v.gpu_model);
+  set(gpus.memory_mib ? std::to_string(*gpus.memory_mib) : std::string(), node->memory_, v.gpu_memory);
+  set(std::to_string(gpus.count), node->count_, v.gpu_count);
+  set(gpus.family, node->family_, v.gpu_family);
+  v.gpu_replicas.reset();  // DRA devices are whole GPUs (shared ones are other devices)
+  v.gpu_model_label = v.gpu_memory_label = v.gpu_count_label = v.gpu_family_label = v.gpu_replicas_label = 0;
+  v.capacity.set(ViewSchema::kGpuResource, gpus.count * 1000);
+  v.allocatable.set(ViewSchema::kGpuResource, gpus.count * 1000);
+  v.gpus_from_dra = true;
+  return copy;
+}
+
 }  // namespace gpu_extender

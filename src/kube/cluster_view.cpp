@@ -21,7 +21,7 @@ namespace {
 // An entry with no node object and nothing in use on it: a deleted node whose pods are gone too.
 template <typename Entry>
 bool unused(const Entry& entry) {
-  return !entry.node && entry.used.milli == ResourceAmounts{}.milli;
+  return !entry.listed && entry.dra.empty() && entry.used.milli == ResourceAmounts{}.milli;
 }
 }  // namespace
 
@@ -70,22 +70,66 @@ void ClusterView::add_usage(const std::string& node, const ResourceAmounts& amou
   erase_if_unused(it);  // the last pod of a deleted node is gone
 }
 
+void ClusterView::refresh_node(NodeEntry& entry) {
+  if (!entry.listed || entry.dra.empty()) entry.node = entry.listed;
+  else entry.node = CachedNode::with_dra_gpus(entry.listed->view(), DraGpuSummary::of(entry.dra));
+  changed(entry);
+}
+
 void ClusterView::upsert_node(const NodeView& node) {
   auto cached = CachedNode::copy_of(node);
   std::unique_lock lock(mutex_);
   NodeEntry& entry = entry_for(std::string(node.name))->second;
-  if (!entry.node) ++node_objects_;
-  entry.node = std::move(cached);
-  changed(entry);
+  if (!entry.listed) ++node_objects_;
+  entry.listed = std::move(cached);
+  refresh_node(entry);
   reindex_if_names_changed();
+}
+
+void ClusterView::remove_slice(std::string_view name) {
+  auto at = slice_nodes_.find(name);
+  if (at == slice_nodes_.end()) return;
+  auto it = nodes_.find(at->second);
+  slice_nodes_.erase(at);
+  if (it == nodes_.end()) return;
+  if (auto slice = it->second.dra.find(name); slice != it->second.dra.end()) it->second.dra.erase(slice);
+  refresh_node(it->second);
+  erase_if_unused(it);
+}
+
+void ClusterView::upsert_slice(DraSlice slice) {
+  std::unique_lock lock(mutex_);
+  remove_slice(slice.name);
+  if (!slice.node.empty() && !slice.gpus.empty()) {  // slices of no node, or without GPUs, change nothing
+    NodeEntry& entry = entry_for(slice.node)->second;
+    slice_nodes_[slice.name] = slice.node;
+    std::string name = slice.name;
+    entry.dra.insert_or_assign(std::move(name), std::move(slice));
+    refresh_node(entry);
+  }
+  reindex_if_names_changed();
+}
+
+void ClusterView::delete_slice(std::string_view name) {
+  std::unique_lock lock(mutex_);
+  remove_slice(name);
+  reindex_if_names_changed();
+}
+
+void ClusterView::replace_slices(std::vector<DraSlice> slices) {
+  {
+    std::unique_lock lock(mutex_);
+    while (!slice_nodes_.empty()) remove_slice(std::string(slice_nodes_.begin()->first));
+  }
+  for (DraSlice& slice : slices) upsert_slice(std::move(slice));
 }
 
 void ClusterView::delete_node(std::string_view name) {
   std::unique_lock lock(mutex_);
   auto it = nodes_.find(name);
-  if (it == nodes_.end() || !it->second.node) return;
-  it->second.node.reset();
-  changed(it->second);
+  if (it == nodes_.end() || !it->second.listed) return;
+  it->second.listed.reset();
+  refresh_node(it->second);
   --node_objects_;
   erase_if_unused(it);  // pods still bound there keep the entry until their deletion follows
   reindex_if_names_changed();
@@ -129,10 +173,14 @@ void ClusterView::delete_pod(std::string_view uid) {
 void ClusterView::replace_nodes(const std::vector<std::shared_ptr<const CachedNode>>& nodes) {
   std::unique_lock lock(mutex_);
   for (auto& [name, entry] : nodes_) {
-    entry.node.reset();
-    changed(entry);
+    entry.listed.reset();
+    refresh_node(entry);
   }
-  for (const auto& node : nodes) entry_for(std::string(node->view().name))->second.node = node;
+  for (const auto& node : nodes) {
+    NodeEntry& entry = entry_for(std::string(node->view().name))->second;
+    entry.listed = node;
+    refresh_node(entry);
+  }
   for (auto it = nodes_.begin(); it != nodes_.end();) erase_if_unused(it++);
   node_objects_ = nodes.size();
   reindex_if_names_changed();

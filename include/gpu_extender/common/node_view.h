@@ -33,6 +33,9 @@ struct NodeView {
   std::array<std::optional<std::string_view>, kMaxTopologyLevels> topology;
   // Which of the schema's labels each fact above came from (an index into node_gpu_*_labels).
   uint8_t gpu_model_label = 0, gpu_memory_label = 0, gpu_count_label = 0, gpu_family_label = 0, gpu_replicas_label = 0;
+  // The GPU facts (model, memory, count, family, and the GPU resource's capacity and allocatable) come
+  // from the node's DRA ResourceSlices (kube/dra_inventory.h), not its labels.
+  bool gpus_from_dra = false;
 
   ResourceAmounts capacity;
   ResourceAmounts allocatable;

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -50,6 +51,11 @@ class ClusterView final : public UsageSource, public NodeSource {
     std::string group{};  // "namespace/name" of its pod group, "" outside groups
   };
   void replace_pods(const std::vector<BoundPod>& pods);
+  // DRA ResourceSlices (dra_inventory.h): a node's GPUs from its slices, where it has any, in place of
+  // its labels' and allocatable's. A slice may come before its node, or move to another node.
+  void upsert_slice(DraSlice slice);
+  void delete_slice(std::string_view name);
+  void replace_slices(std::vector<DraSlice> slices);
   void mark_nodes_synced();
   void mark_pods_synced();
 
@@ -152,7 +158,9 @@ class ClusterView final : public UsageSource, public NodeSource {
   // Per node name: the node object (null until listed, or after deletion while pods remain) and what
   // its pods and what is in flight there hold. One map, so a request needs one lookup per node for both.
   struct NodeEntry {
-    std::shared_ptr<const CachedNode> node;
+    std::shared_ptr<const CachedNode> node;    // what the rules read: `listed`, with `dra`'s GPUs if any
+    std::shared_ptr<const CachedNode> listed;  // the node object as the API server has it
+    std::map<std::string, DraSlice, std::less<>> dra;  // its ResourceSlices, by name
     ResourceAmounts used;       // the pods the watch shows, plus in_flight
     ResourceAmounts in_flight;  // count_in_flight's part of `used`
     uint32_t slot = 0;  // see SlotReader; reused after the entry is erased
@@ -174,6 +182,8 @@ class ClusterView final : public UsageSource, public NodeSource {
   void wake_change_waiters() const;
   void add_usage(const std::string& node, const ResourceAmounts& amounts, bool add);
   void erase_if_unused(NodeMap::iterator it);
+  void refresh_node(NodeEntry& entry);  // `node` made again from `listed` and `dra`
+  void remove_slice(std::string_view name);
   void reindex_if_names_changed();  // at the end of every writer that may add or erase entries
   void add_pod(const std::string& uid, PodEntry entry);  // counted on its node, and in its group
   void erase_pod(std::string_view uid);
@@ -181,6 +191,7 @@ class ClusterView final : public UsageSource, public NodeSource {
   mutable std::shared_mutex mutex_;
   NodeMap nodes_;
   size_t node_objects_ = 0;
+  std::unordered_map<std::string, std::string, StringHash, std::equal_to<>> slice_nodes_;  // slice name -> node
   std::unordered_map<std::string, PodEntry, StringHash, std::equal_to<>> pods_;  // by uid, bound and running
   // Per group, its bound members: uid -> node.
   using Members = std::unordered_map<std::string, std::string, StringHash, std::equal_to<>>;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gpu_extender/common/node_view.h"
+#include "gpu_extender/kube/dra_inventory.h"
 
 namespace gpu_extender {
 
@@ -17,6 +18,8 @@ class CachedNode {
  public:
   // Copies what `decoded` points to (it may point into a parser's buffer).
   static std::shared_ptr<const CachedNode> copy_of(const NodeView& decoded);
+  // `listed` with the GPU facts of its DRA ResourceSlices in place of its labels' and allocatable's.
+  static std::shared_ptr<const CachedNode> with_dra_gpus(const NodeView& listed, const DraGpuSummary& gpus);
   const NodeView& view() const { return view_; }
 
   CachedNode(const CachedNode&) = delete;

@@ -1,0 +1,64 @@
+// A node's DRA GPUs: see dra_inventory.h.
+#include "gpu_extender/kube/dra_inventory.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace gpu_extender {
+namespace {
+// The value most of `values` are (the first of them on a tie); "" when none.
+std::string most_common(const std::vector<std::string>& values) {
+  std::map<std::string, size_t> counts;
+  for (const auto& v : values) ++counts[v];
+  std::string best;
+  size_t most = 0;
+  for (const auto& v : values)
+    if (counts[v] > most) {
+      most = counts[v];
+      best = v;
+    }
+  return best;
+}
+}  // namespace
+
+DraSlice DraSlice::of(const ResourceSliceView& slice, const ViewSchema& schema) {
+  DraSlice out{std::string(slice.name), std::string(slice.node_name), {}};
+  if (slice.driver != schema.dra_gpu_driver) return out;
+  for (const DraDeviceView& d : slice.devices) {
+    if (d.type && *d.type != schema.dra_gpu_type) continue;  // a MIG partition is no whole GPU
+    out.gpus.push_back({std::string(d.model.value_or("")), std::string(d.architecture.value_or("")),
+                        d.memory_bytes.value_or(-1)});
+  }
+  return out;
+}
+
+DraGpuSummary DraGpuSummary::of(const std::map<std::string, DraSlice, std::less<>>& slices) {
+  DraGpuSummary s;
+  std::vector<std::string> models, families;
+  bool all_memory = true;
+  for (const auto& [name, slice] : slices)
+    for (const DraGpu& gpu : slice.gpus) {
+      ++s.count;
+      if (!gpu.model.empty()) models.push_back(gfd_product_name(gpu.model));
+      std::string family = gpu.architecture;
+      std::transform(family.begin(), family.end(), family.begin(), [](unsigned char c) { return std::tolower(c); });
+      if (!family.empty()) families.push_back(family);
+      if (gpu.memory_bytes < 0) all_memory = false;
+      else if (!s.memory_mib || gpu.memory_bytes / (1024 * 1024) < *s.memory_mib) s.memory_mib = gpu.memory_bytes / (1024 * 1024);
+    }
+  if (!all_memory) s.memory_mib.reset();
+  s.model = most_common(models);
+  s.family = most_common(families);
+  return s;
+}
+
+std::string gfd_product_name(std::string_view name) {
+  std::string out;
+  for (const char c : name) {
+    if (c == ' ') out.push_back('-');
+    else if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace gpu_extender

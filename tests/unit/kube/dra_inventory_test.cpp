@@ -1,0 +1,79 @@
+// A node's GPUs from DRA ResourceSlices (dra_inventory.h): what a slice of NVIDIA's driver gives, and the
+// cluster view putting them in place of the node's labels and allocatable, whatever comes first.
+#include <catch2/catch.hpp>
+
+#include "../test_support.h"
+#include "gpu_extender/kube/cluster_view.h"
+
+using namespace gpu_extender;
+
+namespace {
+DraSlice h100s(const std::string& name, const std::string& node, int gpus, int64_t gib = 80) {
+  DraSlice s{name, node, {}};
+  for (int i = 0; i < gpus; ++i) s.gpus.push_back({"NVIDIA H100 80GB HBM3", "Hopper", gib << 30});
+  return s;
+}
+NodeView bare_node(std::string_view name) {  // a DRA node: no GPU labels, no nvidia.com/gpu allocatable
+  NodeView n;
+  n.name = name;
+  return n;
+}
+std::shared_ptr<const CachedNode> find(const ClusterView& v, std::string_view name) {
+  std::vector<std::shared_ptr<const CachedNode>> out;
+  v.find_nodes({&name, 1}, out);
+  return out[0];
+}
+}  // namespace
+
+TEST_CASE("DRA inventory: only whole GPUs of the schema's driver count, named as GPU Feature Discovery names them") {
+  const ViewSchema schema;
+  ResourceSliceView slice;
+  slice.name = "s";
+  slice.node_name = "n";
+  slice.driver = "gpu.nvidia.com";
+  slice.devices = {{"gpu-0", "NVIDIA H100 80GB HBM3", "Hopper", "gpu", int64_t{80} << 30},
+                   {"gpu-0-mig", "NVIDIA H100 80GB HBM3", std::nullopt, "mig", int64_t{10} << 30},
+                   {"gpu-1", "NVIDIA H100 80GB HBM3", "Hopper", std::nullopt, int64_t{80} << 30}};
+  const DraSlice kept = DraSlice::of(slice, schema);
+  CHECK(kept.node == "n");
+  CHECK(kept.gpus.size() == 2);
+  slice.driver = "net.example.com";
+  CHECK(DraSlice::of(slice, schema).gpus.empty());
+  CHECK(gfd_product_name("NVIDIA H100 80GB HBM3") == "NVIDIA-H100-80GB-HBM3");
+  CHECK(gfd_product_name("NVIDIA A100-SXM4-40GB (x)") == "NVIDIA-A100-SXM4-40GB-x");
+}
+
+TEST_CASE("DRA inventory: a node's slices give its GPU facts, in place of labels, whichever comes first") {
+  ClusterView v;
+  v.upsert_slice(h100s("s1", "dra-0", 4));  // before its node
+  v.upsert_node(bare_node("dra-0"));
+  auto node = find(v, "dra-0");
+  REQUIRE(node);
+  const NodeView& n = node->view();
+  CHECK(n.gpus_from_dra);
+  CHECK(n.gpu_model == std::optional<std::string_view>("NVIDIA-H100-80GB-HBM3"));
+  CHECK(n.gpu_memory == std::optional<std::string_view>("81920"));
+  CHECK(n.gpu_count == std::optional<std::string_view>("4"));
+  CHECK(n.gpu_family == std::optional<std::string_view>("hopper"));
+  CHECK(n.allocatable.get(ViewSchema::kGpuResource) == 4000);
+
+  v.upsert_slice(h100s("s2", "dra-0", 4, 40));  // a second pool: 8 GPUs, the smaller memory
+  CHECK(find(v, "dra-0")->view().gpu_count == std::optional<std::string_view>("8"));
+  CHECK(find(v, "dra-0")->view().gpu_memory == std::optional<std::string_view>("40960"));
+  v.upsert_slice(h100s("s2", "dra-1", 4));  // moved to another node
+  CHECK(find(v, "dra-0")->view().gpu_count == std::optional<std::string_view>("4"));
+  v.delete_slice("s1");  // no slice left: the node as listed again
+  CHECK_FALSE(find(v, "dra-0")->view().gpus_from_dra);
+  CHECK_FALSE(find(v, "dra-0")->view().allocatable.has(ViewSchema::kGpuResource));
+
+  // A relist of slices replaces them all; a node re-listed keeps its slices' GPUs.
+  v.replace_slices({h100s("s3", "dra-0", 2)});
+  CHECK_FALSE(find(v, "dra-1"));  // its slice is gone and it was never listed: no entry
+  v.upsert_node(bare_node("dra-0"));
+  CHECK(find(v, "dra-0")->view().gpu_count == std::optional<std::string_view>("2"));
+  v.delete_node("dra-0");
+  CHECK_FALSE(find(v, "dra-0"));
+  CHECK(v.stats().node_entries == 1);  // its slice is still there, waiting for the node
+  v.delete_slice("s3");
+  CHECK(v.stats().node_entries == 0);
+}
