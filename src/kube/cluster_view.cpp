@@ -21,7 +21,7 @@ namespace {
 // An entry with no node object and nothing in use on it: a deleted node whose pods are gone too.
 template <typename Entry>
 bool unused(const Entry& entry) {
-  return !entry.listed && entry.dra.empty() && entry.used.milli == ResourceAmounts{}.milli;
+  return !entry.listed && entry.dra.empty() && entry.held_gpus.empty() && entry.used.milli == ResourceAmounts{}.milli;
 }
 }  // namespace
 
@@ -86,44 +86,6 @@ void ClusterView::upsert_node(const NodeView& node) {
   reindex_if_names_changed();
 }
 
-void ClusterView::remove_slice(std::string_view name) {
-  auto at = slice_nodes_.find(name);
-  if (at == slice_nodes_.end()) return;
-  auto it = nodes_.find(at->second);
-  slice_nodes_.erase(at);
-  if (it == nodes_.end()) return;
-  if (auto slice = it->second.dra.find(name); slice != it->second.dra.end()) it->second.dra.erase(slice);
-  refresh_node(it->second);
-  erase_if_unused(it);
-}
-
-void ClusterView::upsert_slice(DraSlice slice) {
-  std::unique_lock lock(mutex_);
-  remove_slice(slice.name);
-  if (!slice.node.empty() && !slice.gpus.empty()) {  // slices of no node, or without GPUs, change nothing
-    NodeEntry& entry = entry_for(slice.node)->second;
-    slice_nodes_[slice.name] = slice.node;
-    std::string name = slice.name;
-    entry.dra.insert_or_assign(std::move(name), std::move(slice));
-    refresh_node(entry);
-  }
-  reindex_if_names_changed();
-}
-
-void ClusterView::delete_slice(std::string_view name) {
-  std::unique_lock lock(mutex_);
-  remove_slice(name);
-  reindex_if_names_changed();
-}
-
-void ClusterView::replace_slices(std::vector<DraSlice> slices) {
-  {
-    std::unique_lock lock(mutex_);
-    while (!slice_nodes_.empty()) remove_slice(std::string(slice_nodes_.begin()->first));
-  }
-  for (DraSlice& slice : slices) upsert_slice(std::move(slice));
-}
-
 void ClusterView::delete_node(std::string_view name) {
   std::unique_lock lock(mutex_);
   auto it = nodes_.find(name);
@@ -136,7 +98,8 @@ void ClusterView::delete_node(std::string_view name) {
 }
 
 void ClusterView::add_pod(const std::string& uid, PodEntry entry) {
-  add_usage(entry.node, entry.requests, true);
+  entry.covered = claimed_pods_.find(uid) != claimed_pods_.end();
+  add_usage(entry.node, counted(entry), true);
   if (!entry.group.empty()) groups_[entry.group][uid] = entry.node;
   pods_.insert_or_assign(uid, std::move(entry));
 }
@@ -144,7 +107,7 @@ void ClusterView::add_pod(const std::string& uid, PodEntry entry) {
 void ClusterView::erase_pod(std::string_view uid) {
   auto it = pods_.find(uid);
   if (it == pods_.end()) return;
-  add_usage(it->second.node, it->second.requests, false);
+  add_usage(it->second.node, counted(it->second), false);
   if (!it->second.group.empty()) {
     if (auto g = groups_.find(it->second.group); g != groups_.end()) {
       g->second.erase(it->first);
@@ -160,7 +123,7 @@ void ClusterView::upsert_pod(const PodRequest& pod) {
   erase_pod(pod.uid);
   if (!pod.node_name.empty() && !pod.terminated())
     add_pod(std::string(pod.uid),
-            PodEntry{std::string(pod.node_name), pod.requests, cost_details_of(pod), PendingPod::member_of(pod)});
+            PodEntry{std::string(pod.node_name), pod.requests, cost_details_of(pod), PendingPod::member_of(pod), false});
   reindex_if_names_changed();
 }
 
@@ -193,9 +156,10 @@ void ClusterView::replace_pods(const std::vector<BoundPod>& pods) {
   // What is in flight stays counted: the ledger forgets what the list now shows (observe_relist).
   for (auto& [name, entry] : nodes_) {
     entry.used = entry.in_flight;
+    entry.used.add(claimed_amounts(entry));
     changed(entry);
   }
-  for (const BoundPod& pod : pods) add_pod(pod.uid, PodEntry{pod.node, pod.requests, pod.costed, pod.group});
+  for (const BoundPod& pod : pods) add_pod(pod.uid, PodEntry{pod.node, pod.requests, pod.costed, pod.group, false});
   for (auto it = nodes_.begin(); it != nodes_.end();) erase_if_unused(it++);  // nodes gone whose pods are too
   reindex_if_names_changed();
 }

@@ -22,17 +22,47 @@ std::string most_common(const std::vector<std::string>& values) {
 }  // namespace
 
 DraSlice DraSlice::of(const ResourceSliceView& slice, const ViewSchema& schema) {
-  DraSlice out{std::string(slice.name), std::string(slice.node_name), {}};
+  DraSlice out{std::string(slice.name), std::string(slice.node_name), std::string(slice.pool), {}, {}};
   if (slice.driver != schema.dra_gpu_driver) return out;
   for (const DraDeviceView& d : slice.devices) {
-    if (d.type && *d.type != schema.dra_gpu_type) continue;  // a MIG partition is no whole GPU
-    out.gpus.push_back({std::string(d.model.value_or("")), std::string(d.architecture.value_or("")),
-                        d.memory_bytes.value_or(-1)});
+    if (d.type && *d.type != schema.dra_gpu_type) {  // a partition is no whole GPU, but occupies one
+      if (d.parent_uuid) out.partitions.push_back({std::string(d.name), std::string(*d.parent_uuid)});
+      continue;
+    }
+    out.gpus.push_back({std::string(d.name), std::string(d.uuid.value_or("")), std::string(d.model.value_or("")),
+                        std::string(d.architecture.value_or("")), d.memory_bytes.value_or(-1)});
   }
   return out;
 }
 
-DraGpuSummary DraGpuSummary::of(const std::map<std::string, DraSlice, std::less<>>& slices) {
+std::string occupied_gpu(const DraSlices& slices, std::string_view pool, std::string_view device) {
+  auto key = [&](std::string_view name) { return std::string(pool) + "/" + std::string(name); };
+  const std::string* parent = nullptr;
+  for (const auto& [name, slice] : slices) {
+    if (slice.pool != pool) continue;
+    for (const DraPartition& part : slice.partitions)
+      if (part.name == device) parent = &part.parent_uuid;
+  }
+  if (parent == nullptr || parent->empty()) return key(device);
+  for (const auto& [name, slice] : slices) {
+    if (slice.pool != pool) continue;
+    for (const DraGpu& gpu : slice.gpus)
+      if (gpu.uuid == *parent) return key(gpu.name);
+  }
+  return key(device);
+}
+
+DraClaim DraClaim::of(const ResourceClaimView& claim, const ViewSchema& schema) {
+  DraClaim out;
+  out.key = std::string(claim.ns) + "/" + std::string(claim.name);
+  out.node = claim.node;
+  for (const DraResultView& r : claim.results)
+    if (r.driver == schema.dra_gpu_driver) out.devices.push_back({std::string(r.pool), std::string(r.device)});
+  for (const std::string_view uid : claim.pods) out.pods.emplace_back(uid);
+  return out;
+}
+
+DraGpuSummary DraGpuSummary::of(const DraSlices& slices) {
   DraGpuSummary s;
   std::vector<std::string> models, families;
   bool all_memory = true;

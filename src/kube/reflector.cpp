@@ -12,6 +12,8 @@ namespace {
 // Only pods on a node hold resources there: "spec.nodeName!=" keeps pending pods out of the view.
 constexpr const char* kPodsPath = "/api/v1/pods?fieldSelector=spec.nodeName%21%3D";
 constexpr const char* kNodesPath = "/api/v1/nodes?";
+constexpr const char* kResourceSlicesPath = "/apis/resource.k8s.io/v1/resourceslices?";
+constexpr const char* kResourceClaimsPath = "/apis/resource.k8s.io/v1/resourceclaims?";
 
 std::string url_escape(const std::string& text) {
   static const char* hex = "0123456789ABCDEF";
@@ -39,6 +41,26 @@ Reflector::Reflector(Kind kind, std::shared_ptr<const ApiClient> api, std::share
       schema_(std::move(schema)),
       options_(options) {}
 
+const char* Reflector::name() const {
+  switch (kind_) {
+    case Kind::kPods: return "pods";
+    case Kind::kNodes: return "nodes";
+    case Kind::kResourceSlices: return "resourceslices";
+    case Kind::kResourceClaims: return "resourceclaims";
+  }
+  return "?";
+}
+
+const char* Reflector::path() const {
+  switch (kind_) {
+    case Kind::kPods: return kPodsPath;
+    case Kind::kNodes: return kNodesPath;
+    case Kind::kResourceSlices: return kResourceSlicesPath;
+    case Kind::kResourceClaims: return kResourceClaimsPath;
+  }
+  return "";
+}
+
 void Reflector::stop() {
   stopping_ = true;
   std::lock_guard<std::mutex> lock(sleep_mutex_);
@@ -59,6 +81,10 @@ void Reflector::run() {
     if (need_list) {
       ok = list();
       need_list = !ok;
+    }
+    if (!ok && not_served_) {  // no DRA on this server: nothing to watch, and no failure
+      sleep_for(kNotServedRetry);
+      continue;
     }
     if (ok) {
       switch (watch()) {
@@ -97,6 +123,22 @@ void Reflector::check_understood(const PodRequest& pod) {
   not_understood("pod " + std::string(pod.ns) + "/" + std::string(pod.name), pod.invalid_reason);
 }
 
+void Reflector::check_understood(const ResourceSliceView& slice) {
+  if (!slice.invalid_reason.empty()) not_understood("resourceslice " + std::string(slice.name), slice.invalid_reason);
+}
+
+void Reflector::check_understood(const ResourceClaimView& claim) {
+  // A claim the scheduler allocated on a node has a node selector naming it; one holding devices of the
+  // GPU driver without it (devices of several nodes) is counted on no node, and said so.
+  if (!claim.results.empty() && claim.node.empty())
+    for (const DraResultView& r : claim.results)
+      if (r.driver == schema_.dra_gpu_driver) {
+        not_understood("resourceclaim " + std::string(claim.ns) + "/" + std::string(claim.name),
+                       "holds " + schema_.dra_gpu_driver + " devices but its allocation names no single node");
+        return;
+      }
+}
+
 void Reflector::check_understood(const NodeView& node) {
   std::string error;
   if (node.gpu_memory && !parse_mebibytes(*node.gpu_memory, &error)) {
@@ -108,53 +150,102 @@ void Reflector::check_understood(const NodeView& node) {
     not_understood("node " + std::string(node.name), "label " + schema_.node_gpu_count_labels[node.gpu_count_label] + ": " + count.error);
 }
 
+bool Reflector::decode_page(const std::string& body, ListMeta& meta, Listed& listed) {
+  try {
+    switch (kind_) {
+      case Kind::kPods:
+        meta = decoder_.decode_pod_list(body, schema_, [&](const PodRequest& pod) {
+          check_understood(pod);
+          if (pod.node_name.empty() || pod.terminated() || pod.uid.empty()) return;
+          listed.pods.push_back({std::string(pod.uid), std::string(pod.node_name), pod.requests,
+                                 view_->cost_details_of(pod), PendingPod::member_of(pod)});
+        });
+        break;
+      case Kind::kNodes:
+        meta = decoder_.decode_node_list(body, schema_, [&](const NodeView& node) {
+          check_understood(node);
+          listed.nodes.push_back(CachedNode::copy_of(node));
+        });
+        break;
+      case Kind::kResourceSlices:
+        meta = decoder_.decode_resource_slice_list(body, schema_, [&](const ResourceSliceView& slice) {
+          check_understood(slice);
+          listed.slices.push_back(DraSlice::of(slice, schema_));
+        });
+        break;
+      case Kind::kResourceClaims:
+        meta = decoder_.decode_resource_claim_list(body, [&](const ResourceClaimView& claim) {
+          check_understood(claim);
+          listed.claims.push_back(DraClaim::of(claim, schema_));
+        });
+        break;
+    }
+  } catch (const DecodeError& e) {
+    spdlog::error("cluster view: list {} answered something unreadable: {}", name(), e.what());
+    return false;
+  }
+  return true;
+}
+
+void Reflector::replace_all(Listed& listed, const ListMeta& meta) {
+  switch (kind_) {
+    case Kind::kPods:
+      view_->replace_pods(listed.pods);
+      ledger_->observe_relist(listed.pods);
+      view_->mark_pods_synced();
+      spdlog::info("cluster view: listed {} pods holding resources (resourceVersion {})", listed.pods.size(),
+                   meta.resource_version);
+      break;
+    case Kind::kNodes:
+      view_->replace_nodes(listed.nodes);
+      view_->mark_nodes_synced();
+      spdlog::info("cluster view: listed {} nodes (resourceVersion {})", listed.nodes.size(), meta.resource_version);
+      break;
+    case Kind::kResourceSlices:
+      spdlog::info("cluster view: listed {} ResourceSlices (resourceVersion {})", listed.slices.size(),
+                   meta.resource_version);
+      view_->replace_slices(std::move(listed.slices));
+      break;
+    case Kind::kResourceClaims:
+      spdlog::info("cluster view: listed {} ResourceClaims (resourceVersion {})", listed.claims.size(),
+                   meta.resource_version);
+      view_->replace_claims(std::move(listed.claims));
+      break;
+  }
+}
+
 bool Reflector::list() {
   ++counters_.lists;
   std::string continue_token;
-  std::vector<ClusterView::BoundPod> pods;
-  std::vector<std::shared_ptr<const CachedNode>> nodes;
+  Listed listed;
   ListMeta meta;
   do {
-    std::string path = std::string(kind_ == Kind::kPods ? kPodsPath : kNodesPath) +
-                       "&limit=" + std::to_string(options_.page_size);
+    std::string path = std::string(this->path()) + "&limit=" + std::to_string(options_.page_size);
     if (!continue_token.empty()) path += "&continue=" + url_escape(continue_token);
     const ApiResponse res = api_->get(path, std::chrono::seconds(60));
+    const bool was_served = !not_served_;
+    not_served_ = dra() && res.status == 404;
+    if (not_served_) {
+      if (was_served)
+        spdlog::info("cluster view: this API server does not serve resource.k8s.io/v1 {} (before 1.34, or DRA turned "
+                     "off): GPUs come from node labels and allocatable only; asked again every {} minutes",
+                     name(), kNotServedRetry.count());
+      Listed none;
+      replace_all(none, meta);
+      return false;
+    }
     if (!res.ok()) {
-      spdlog::warn("cluster view: list {} failed: {}", name(), res.describe());
+      spdlog::warn("cluster view: list {} failed: {}{}", name(), res.describe(),
+                   res.status == 403 && dra()
+                       ? std::string(" (the extender's ClusterRole needs get, list and watch on ") + name() +
+                             " in group resource.k8s.io: apply this release's manifests)"
+                       : std::string());
       return false;
     }
-    try {
-      if (kind_ == Kind::kPods) {
-        meta = decoder_.decode_pod_list(res.body, schema_, [&](const PodRequest& pod) {
-          check_understood(pod);
-          if (pod.node_name.empty() || pod.terminated() || pod.uid.empty()) return;
-          pods.push_back({std::string(pod.uid), std::string(pod.node_name), pod.requests, view_->cost_details_of(pod),
-                          PendingPod::member_of(pod)});
-        });
-      } else {
-        meta = decoder_.decode_node_list(res.body, schema_,
-                                         [&](const NodeView& node) {
-                                           check_understood(node);
-                                           nodes.push_back(CachedNode::copy_of(node));
-                                         });
-      }
-    } catch (const DecodeError& e) {
-      spdlog::error("cluster view: list {} answered something unreadable: {}", name(), e.what());
-      return false;
-    }
+    if (!decode_page(res.body, meta, listed)) return false;
     continue_token = meta.continue_token;
   } while (!continue_token.empty() && !stopping_);
-  if (kind_ == Kind::kPods) {
-    view_->replace_pods(pods);
-    ledger_->observe_relist(pods);
-    view_->mark_pods_synced();
-    spdlog::info("cluster view: listed {} pods holding resources (resourceVersion {})", pods.size(),
-                 meta.resource_version);
-  } else {
-    view_->replace_nodes(nodes);
-    view_->mark_nodes_synced();
-    spdlog::info("cluster view: listed {} nodes (resourceVersion {})", nodes.size(), meta.resource_version);
-  }
+  replace_all(listed, meta);
   resource_version_ = meta.resource_version;
   view_->touch();
   return true;
@@ -176,14 +267,33 @@ bool Reflector::apply_event(std::string_view line, WatchEnd& end) {
         view_->delete_pod(pod.uid);
         ledger_->observe_deleted(pod.uid);
       }
-    } else {
+    } else if (kind_ == Kind::kNodes) {
       NodeView node;
       header = decoder_.decode_node_event(line, schema_, node);
       if (header.type == "ADDED" || header.type == "MODIFIED") {
         check_understood(node);
         view_->upsert_node(node);
+      } else if (header.type == "DELETED") {
+        view_->delete_node(node.name);
       }
-      else if (header.type == "DELETED") view_->delete_node(node.name);
+    } else if (kind_ == Kind::kResourceSlices) {
+      ResourceSliceView slice;
+      header = decoder_.decode_resource_slice_event(line, schema_, slice);
+      if (header.type == "ADDED" || header.type == "MODIFIED") {
+        check_understood(slice);
+        view_->upsert_slice(DraSlice::of(slice, schema_));
+      } else if (header.type == "DELETED") {
+        view_->delete_slice(slice.name);
+      }
+    } else {
+      ResourceClaimView claim;
+      header = decoder_.decode_resource_claim_event(line, claim);
+      if (header.type == "ADDED" || header.type == "MODIFIED") {
+        check_understood(claim);
+        view_->upsert_claim(DraClaim::of(claim, schema_));
+      } else if (header.type == "DELETED") {
+        view_->delete_claim(std::string(claim.ns) + "/" + std::string(claim.name));
+      }
     }
     if (header.type == "ERROR") {
       spdlog::warn("cluster view: watch {} ended with an error event: {} {}", name(), header.error_code,
@@ -204,8 +314,7 @@ bool Reflector::apply_event(std::string_view line, WatchEnd& end) {
 
 Reflector::WatchEnd Reflector::watch() {
   ++counters_.watches;
-  const std::string path = std::string(kind_ == Kind::kPods ? kPodsPath : kNodesPath) +
-                           "&watch=1&allowWatchBookmarks=true&resourceVersion=" + url_escape(resource_version_) +
+  const std::string path = std::string(this->path()) + "&watch=1&allowWatchBookmarks=true&resourceVersion=" + url_escape(resource_version_) +
                            "&timeoutSeconds=" + std::to_string(options_.watch_timeout.count());
   WatchEnd end = WatchEnd::kResume;
   const ApiResponse res =

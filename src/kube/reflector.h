@@ -34,7 +34,10 @@ struct ReflectorOptions {
 
 class Reflector {
  public:
-  enum class Kind { kPods, kNodes };
+  // kResourceSlices, kResourceClaims: DRA (resource.k8s.io/v1, 1.34+). A server that does not serve
+  // them (404) is asked again every kNotServedRetry, the view holding none meanwhile: nothing waits.
+  enum class Kind { kPods, kNodes, kResourceSlices, kResourceClaims };
+  static constexpr std::chrono::minutes kNotServedRetry{5};
   Reflector(Kind kind, std::shared_ptr<const ApiClient> api, std::shared_ptr<ClusterView> view,
             std::shared_ptr<PlacementLedger> ledger, ViewSchema schema, ReflectorOptions options = {});
 
@@ -45,17 +48,32 @@ class Reflector {
     std::atomic<uint64_t> lists{0}, watches{0}, events{0}, relists_after_gone{0}, failures{0}, not_understood{0};
   };
   const Counters& counters() const { return counters_; }
-  const char* name() const { return kind_ == Kind::kPods ? "pods" : "nodes"; }
+  const char* name() const;
 
  private:
   enum class WatchEnd { kResume, kRelist, kFailed };
   bool list();
+  const char* path() const;  // the collection's path, with the query's start
+  bool dra() const { return kind_ == Kind::kResourceSlices || kind_ == Kind::kResourceClaims; }
+  // What a list gives the view, all pages together (only the kind's own part is filled).
+  struct Listed {
+    std::vector<ClusterView::BoundPod> pods;
+    std::vector<std::shared_ptr<const CachedNode>> nodes;
+    std::vector<DraSlice> slices;
+    std::vector<DraClaim> claims;
+  };
+  // One page of a list, decoded into `listed`; false when it could not be read.
+  bool decode_page(const std::string& body, ListMeta& meta, Listed& listed);
+  void replace_all(Listed& listed, const ListMeta& meta);  // the view (and ledger) take a whole list
+  bool not_served_ = false;  // the last list answered 404
   WatchEnd watch();
   bool apply_event(std::string_view line, WatchEnd& end);
   // An object with a field the policy reads that makes no sense (a pod's GPU memory annotation "40GB",
   // a node's memory label "lots"): counted, logged at most once a minute; what could be read counts.
   void check_understood(const PodRequest& pod);
   void check_understood(const NodeView& node);
+  void check_understood(const ResourceSliceView& slice);
+  void check_understood(const ResourceClaimView& claim);
   void not_understood(std::string_view what, std::string_view why);
   std::chrono::steady_clock::time_point last_not_understood_log_{};
   void sleep_for(std::chrono::milliseconds duration);

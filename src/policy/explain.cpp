@@ -20,9 +20,13 @@ Explanation explain(const Policy& policy, const PodRequest& pod, std::span<const
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeView& node = *nodes[i].node;
     out.nodes.push_back({std::string(node.name), verdicts[i], {}, 0, -1, {}});
+    // A DRA node's GPU facts come from its ResourceSlices (kube/dra_inventory.h), not from a label.
+    const std::string from_slices = "resourceslices of " + schema.dra_gpu_driver;
     auto fact = [&](const char* name, const std::optional<std::string_view>& value, uint8_t source,
                     const std::vector<std::string>& labels) {
-      if (value && source < labels.size()) out.nodes.back().facts.push_back({name, std::string(*value), labels[source]});
+      if (!value) return;
+      if (node.gpus_from_dra) out.nodes.back().facts.push_back({name, std::string(*value), from_slices});
+      else if (source < labels.size()) out.nodes.back().facts.push_back({name, std::string(*value), labels[source]});
     };
     fact("gpuModel", node.gpu_model, node.gpu_model_label, schema.node_gpu_model_labels);
     fact("gpuMemory", node.gpu_memory, node.gpu_memory_label, schema.node_gpu_memory_labels);

@@ -150,6 +150,29 @@ void apply_names(const YAML::Node& root, const Reader& in, ViewSchema& schema) {
   }
 }
 
+// Section dra: which DRA driver publishes GPUs, and which of its attributes and capacities carry each fact
+// (dra_inventory.h). NVIDIA's names by default.
+void apply_dra(const YAML::Node& root, const Reader& in, ViewSchema& schema) {
+  const YAML::Node d = root["dra"];
+  if (!d) return;
+  in.only_keys(d, "dra", {"driver", "gpuType", "attributes", "capacities"});
+  in.string_at(d, "driver", "dra", schema.dra_gpu_driver);
+  in.string_at(d, "gpuType", "dra", schema.dra_gpu_type);
+  if (const YAML::Node a = d["attributes"]) {
+    in.only_keys(a, "dra.attributes", {"model", "architecture", "type", "uuid", "parent"});
+    in.string_at(a, "model", "dra.attributes", schema.dra_model_attribute);
+    in.string_at(a, "architecture", "dra.attributes", schema.dra_architecture_attribute);
+    in.string_at(a, "type", "dra.attributes", schema.dra_type_attribute);
+    in.string_at(a, "uuid", "dra.attributes", schema.dra_uuid_attribute);
+    in.string_at(a, "parent", "dra.attributes", schema.dra_parent_attribute);
+  }
+  if (const YAML::Node c = d["capacities"]) {
+    in.only_keys(c, "dra.capacities", {"memory"});
+    in.string_at(c, "memory", "dra.capacities", schema.dra_memory_capacity);
+  }
+  if (schema.dra_gpu_driver.empty()) in.fail("dra.driver", "empty");
+}
+
 // Sections topology and groups: the network's levels, and the keys that make pods a group (group_plan.h).
 void apply_groups(const YAML::Node& root, const Reader& in, ViewSchema& schema) {
   if (const YAML::Node t = root["topology"]) {
@@ -225,9 +248,10 @@ void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
   if (!root || root.IsNull()) return;
   in.only_keys(root, "",
                {"resources", "nodeLabels", "nodeAnnotations", "podAnnotations", "filters", "scorers", "scoreScaling",
-                "prometheus", "sharing", "deletionCost", "topology", "groups"});
+                "prometheus", "sharing", "deletionCost", "topology", "groups", "dra"});
   apply_resources(root, in, config.schema);
   apply_names(root, in, config.schema);
+  apply_dra(root, in, config.schema);
   apply_groups(root, in, config.schema);
   apply_settings(root, in, config);
   apply_rules(root, in, config);

@@ -1,5 +1,5 @@
-// Decoding what the Kubernetes API sends: lists (one page each) and watch event lines, of pods, nodes
-// and ResourceSlices.
+// Decoding what the Kubernetes API sends: lists (one page each) and watch event lines, of pods, nodes,
+// ResourceSlices and ResourceClaims.
 #include "decoder_impl.h"
 #include "common/case_insensitive.h"
 
@@ -139,6 +139,20 @@ ListMeta WireDecoder::decode_resource_slice_list(const std::string& body, const 
 WatchEventHeader WireDecoder::decode_resource_slice_event(std::string_view line, const ViewSchema& schema,
                                                           ResourceSliceView& slice) {
   return decode_event(*impl_, line, [&](od::value object) { decode_resource_slice(object, schema, slice); });
+}
+
+ListMeta WireDecoder::decode_resource_claim_list(const std::string& body,
+                                                 const std::function<void(const ResourceClaimView&)>& on_claim) {
+  od::document doc = take(impl_->iterate(body), "", "a JSON object");
+  ResourceClaimView claim;
+  return walk_list(doc, "a ResourceClaimList", [&](od::value item) {
+    decode_resource_claim(item, claim);
+    on_claim(claim);
+  });
+}
+
+WatchEventHeader WireDecoder::decode_resource_claim_event(std::string_view line, ResourceClaimView& claim) {
+  return decode_event(*impl_, line, [&](od::value object) { decode_resource_claim(object, claim); });
 }
 
 PodRequest WireDecoder::decode_pod_object(const std::string& body, const ViewSchema& schema) {

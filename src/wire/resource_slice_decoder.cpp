@@ -65,6 +65,10 @@ void decode_device(od::value device, const ViewSchema& schema, std::string_view 
           out.architecture = attribute_string(value, name);
         } else if (names(name, schema.dra_type_attribute, driver)) {
           out.type = attribute_string(value, name);
+        } else if (names(name, schema.dra_uuid_attribute, driver)) {
+          out.uuid = attribute_string(value, name);
+        } else if (names(name, schema.dra_parent_attribute, driver)) {
+          out.parent_uuid = attribute_string(value, name);
         } else {
           validate_value(value, name);
         }

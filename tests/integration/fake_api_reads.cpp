@@ -87,6 +87,9 @@ json watch_event_for(const std::string& resource, const FakeApiServer::Event& e,
 // (Go's encoding of a zero Pod or Node, creationTimestamp null included).
 json bookmark(const std::string& resource, uint64_t rv) {
   json metadata = {{"resourceVersion", std::to_string(rv)}, {"creationTimestamp", nullptr}};
+  if (resource == "resourceslices" || resource == "resourceclaims")
+    return {{"kind", FakeApiServer::kind_of(resource)}, {"apiVersion", "resource.k8s.io/v1"}, {"metadata", metadata},
+            {"spec", json::object()}};
   if (resource == "pods")
     return {{"kind", "Pod"}, {"apiVersion", "v1"}, {"metadata", metadata}, {"spec", {{"containers", nullptr}}},
             {"status", json::object()}};
@@ -105,6 +108,19 @@ void FakeApiServer::install_read_routes() {
   for (const std::string resource : {"pods", "nodes"}) {
     server_.Get("/api/v1/" + resource, [this, resource](const httplib::Request& req, httplib::Response& res) {
       if (!authorised(req, res) || failing(res)) return;
+      if (is_true(req.get_param_value("watch"))) watch(resource, req, res);
+      else list(resource, req, res);
+    });
+  }
+  // DRA (resource.k8s.io/v1): served only once a test puts a slice or a claim (before, 404: an API server
+  // without DRA, before 1.34).
+  for (const std::string resource : {"resourceslices", "resourceclaims"}) {
+    server_.Get("/apis/resource.k8s.io/v1/" + resource, [this, resource](const httplib::Request& req, httplib::Response& res) {
+      if (!authorised(req, res) || failing(res)) return;
+      if (!serves_dra_) {
+        respond(res, 404, "NotFound", "the server could not find the requested resource");
+        return;
+      }
       if (is_true(req.get_param_value("watch"))) watch(resource, req, res);
       else list(resource, req, res);
     });
@@ -158,7 +174,7 @@ void FakeApiServer::list(const std::string& resource, const httplib::Request& re
       offset = std::stoul(token.substr(token.find('/') + 1));
     } else {
       snapshot.rv = rv_;
-      for (const auto& [key, object] : resource == "pods" ? pods_ : nodes_)
+      for (const auto& [key, object] : objects_of(resource))
         if (selected(resource, object, *terms)) snapshot.items.push_back(object);
     }
   }
@@ -173,8 +189,9 @@ void FakeApiServer::list(const std::string& resource, const httplib::Request& re
     snapshots_[id] = snapshot;
     meta["continue"] = id + "/" + std::to_string(offset + limit);
   }
-  const json list = {{"kind", resource == "pods" ? "PodList" : "NodeList"},
-                     {"apiVersion", "v1"},
+  const bool dra = resource == "resourceslices" || resource == "resourceclaims";
+  const json list = {{"kind", std::string(kind_of(resource)) + "List"},
+                     {"apiVersion", dra ? "resource.k8s.io/v1" : "v1"},
                      {"metadata", meta},
                      {"items", page}};
   res.set_content(list.dump(), "application/json");

@@ -162,6 +162,50 @@ void FakeApiServer::delete_node(const std::string& name) {
   record("nodes", "DELETED", node, node);
 }
 
+const char* FakeApiServer::kind_of(const std::string& resource) {
+  if (resource == "pods") return "Pod";
+  if (resource == "nodes") return "Node";
+  if (resource == "resourceslices") return "ResourceSlice";
+  return "ResourceClaim";
+}
+
+std::map<std::string, json>& FakeApiServer::objects_of(const std::string& resource) {
+  if (resource == "pods") return pods_;
+  if (resource == "nodes") return nodes_;
+  return dra_[resource];
+}
+
+namespace {
+std::string key_of(const json& object) {  // "namespace/name", or "name" for objects of no namespace
+  const json& meta = object["metadata"];
+  const std::string name = meta["name"];
+  return meta.contains("namespace") ? meta["namespace"].get<std::string>() + "/" + name : name;
+}
+}  // namespace
+
+void FakeApiServer::put_dra(const std::string& resource, json object) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  serves_dra_ = true;
+  const std::string key = key_of(object);
+  object["metadata"]["resourceVersion"] = std::to_string(++rv_);
+  auto& objects = dra_[resource];
+  auto it = objects.find(key);
+  json prev = it == objects.end() ? json() : it->second;
+  objects[key] = object;
+  record(resource, prev.is_null() ? "ADDED" : "MODIFIED", object, std::move(prev));
+}
+
+void FakeApiServer::delete_dra(const std::string& resource, const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& objects = dra_[resource];
+  auto it = objects.find(key);
+  if (it == objects.end()) return;
+  json object = it->second;
+  objects.erase(it);
+  object["metadata"]["resourceVersion"] = std::to_string(++rv_);
+  record(resource, "DELETED", object, object);
+}
+
 void FakeApiServer::put_pod(json pod) {
   std::lock_guard<std::mutex> lock(mutex_);
   const std::string key = pod["metadata"]["namespace"].get<std::string>() + "/" + pod["metadata"]["name"].get<std::string>();
@@ -269,7 +313,7 @@ void FakeApiServer::send_bookmarks() {
 void FakeApiServer::count(const httplib::Request& req, const httplib::Response& res) {
   std::string path = req.path;
   std::string kind;
-  for (const char* k : {"binding", "leases", "pods", "nodes"})
+  for (const char* k : {"binding", "leases", "pods", "nodes", "resourceslices", "resourceclaims"})
     if (path.find(std::string("/") + k) != std::string::npos) {
       kind = k;
       break;

@@ -62,6 +62,13 @@ class FakeApiServer {
   void delete_node(const std::string& name);
   void put_pod(json pod);
   void delete_pod(const std::string& ns, const std::string& name);
+  // DRA (resource.k8s.io/v1) ResourceSlices and ResourceClaims: the first put makes the server serve the
+  // group (404 before). Claims are keyed "namespace/name", slices by name.
+  void put_resource_slice(json slice) { put_dra("resourceslices", std::move(slice)); }
+  void delete_resource_slice(const std::string& name) { delete_dra("resourceslices", name); }
+  void put_resource_claim(json claim) { put_dra("resourceclaims", std::move(claim)); }
+  void delete_resource_claim(const std::string& key) { delete_dra("resourceclaims", key); }
+  static const char* kind_of(const std::string& resource);  // "pods" -> "Pod", ...
   json pod(const std::string& ns, const std::string& name) const;
   std::vector<json> nodes() const;
   std::vector<json> pods() const;
@@ -160,6 +167,11 @@ class FakeApiServer {
   uint64_t compacted_rv_ = 0;
   std::map<std::string, json> nodes_;  // by name
   std::map<std::string, json> pods_;   // by ns/name
+  std::map<std::string, std::map<std::string, json>> dra_;  // per DRA resource, its objects by key
+  std::atomic<bool> serves_dra_{false};
+  std::map<std::string, json>& objects_of(const std::string& resource);  // under mutex_
+  void put_dra(const std::string& resource, json object);
+  void delete_dra(const std::string& resource, const std::string& key);
   std::map<std::string, json> leases_;  // by ns/name
   int lease_writes_ = 0;
   std::vector<Event> events_;

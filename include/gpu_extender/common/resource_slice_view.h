@@ -3,7 +3,7 @@
 // node its devices are on, the driver that publishes them, and per device the GPU facts the schema's
 // DRA attribute names point at (ViewSchema::dra_*). NVIDIA's GPU driver (driver gpu.nvidia.com)
 // publishes each GPU as a device "gpu-<minor>" with attributes productName, architecture and type
-// ("gpu"; MIG partitions are "mig") and capacity memory (bytes).
+// ("gpu"; MIG partitions are "mig", with parentUUID naming their GPU's uuid) and capacity memory (bytes).
 //
 // Every string is a view into storage owned elsewhere (the parser's buffer), valid only as long as it.
 #include <cstdint>
@@ -20,6 +20,8 @@ struct DraDeviceView {
   std::optional<std::string_view> architecture;  // the architecture attribute's string
   std::optional<std::string_view> type;          // the type attribute's string
   std::optional<int64_t> memory_bytes;           // the memory capacity's value
+  std::optional<std::string_view> uuid;          // the uuid attribute's string
+  std::optional<std::string_view> parent_uuid;   // a partition's parent GPU (the parent attribute's string)
 };
 
 struct ResourceSliceView {

@@ -72,6 +72,10 @@ struct ViewSchema {
   std::string dra_architecture_attribute = "architecture";
   std::string dra_type_attribute = "type";
   std::string dra_gpu_type = "gpu";
+  // A device held by a claim occupies a whole GPU: the GPU itself, or for a partition (MIG) the GPU whose
+  // uuid attribute its parent attribute names.
+  std::string dra_uuid_attribute = "uuid";
+  std::string dra_parent_attribute = "parentUUID";
   std::string dra_memory_capacity = "memory";
   // Network topology levels, top (broadest) to bottom (closest), at most kMaxTopologyLevels: each a
   // node label. A node carries the levels of its provider; a domain at a level is the node's value

@@ -56,6 +56,13 @@ class ClusterView final : public UsageSource, public NodeSource {
   void upsert_slice(DraSlice slice);
   void delete_slice(std::string_view name);
   void replace_slices(std::vector<DraSlice> slices);
+  // DRA ResourceClaims (dra_inventory.h): the GPUs an allocated claim holds count as used on its node,
+  // each once however many claims share it; a pod the claim is reserved for or owned by no longer counts
+  // its own GPU request there (a DRA extended-resource pod's nvidia.com/gpu is its claim's devices).
+  // Keyed "namespace/name"; a claim may come before the slices naming its devices, or its node.
+  void upsert_claim(DraClaim claim);
+  void delete_claim(std::string_view key);
+  void replace_claims(std::vector<DraClaim> claims);
   void mark_nodes_synced();
   void mark_pods_synced();
 
@@ -107,6 +114,21 @@ class ClusterView final : public UsageSource, public NodeSource {
   // What a bound pod holds: its node and requests, when the watch shows it.
   std::optional<std::pair<std::string, ResourceAmounts>> pod_usage(std::string_view uid) const;
 
+  // DRA, over the whole view (metrics): slices and the nodes they give GPUs, their GPUs, claims, and the
+  // GPUs claims hold.
+  struct DraStats {
+    size_t slices = 0, nodes = 0, claims = 0;
+    int64_t gpus = 0, held_gpus = 0;
+  };
+  DraStats dra_stats() const;
+  // One node's DRA part (explain): its slices, its GPUs ("pool/device") and, per GPU a claim holds, the
+  // claim ("namespace/name"); none when the node has neither slices nor claims.
+  struct DraNode {
+    std::vector<std::string> slices, gpus;
+    std::vector<std::pair<std::string, std::string>> held;
+  };
+  std::optional<DraNode> dra_node(std::string_view node) const;
+
   struct Stats {
     size_t nodes = 0, pods = 0;
     size_t node_entries = 0;  // nodes plus deleted nodes that still have pods on them
@@ -154,14 +176,17 @@ class ClusterView final : public UsageSource, public NodeSource {
     ResourceAmounts requests;
     std::shared_ptr<const CostedPod> costed;
     std::string group;
+    bool covered;  // a claim holding GPUs is reserved for it: its GPU request is not counted (counted())
   };
   // Per node name: the node object (null until listed, or after deletion while pods remain) and what
   // its pods and what is in flight there hold. One map, so a request needs one lookup per node for both.
   struct NodeEntry {
     std::shared_ptr<const CachedNode> node;    // what the rules read: `listed`, with `dra`'s GPUs if any
     std::shared_ptr<const CachedNode> listed;  // the node object as the API server has it
-    std::map<std::string, DraSlice, std::less<>> dra;  // its ResourceSlices, by name
-    ResourceAmounts used;       // the pods the watch shows, plus in_flight
+    DraSlices dra;  // its ResourceSlices, by name
+    // The GPUs claims hold here ("pool/device", occupied_gpu), each with how many claims hold it.
+    std::unordered_map<std::string, int, StringHash, std::equal_to<>> held_gpus;
+    ResourceAmounts used;       // the pods the watch shows, plus in_flight, plus held_gpus
     ResourceAmounts in_flight;  // count_in_flight's part of `used`
     uint32_t slot = 0;  // see SlotReader; reused after the entry is erased
   };
@@ -184,6 +209,17 @@ class ClusterView final : public UsageSource, public NodeSource {
   void erase_if_unused(NodeMap::iterator it);
   void refresh_node(NodeEntry& entry);  // `node` made again from `listed` and `dra`
   void remove_slice(std::string_view name);
+  struct ClaimEntry {
+    std::string node;
+    std::vector<std::string> gpus;  // occupied_gpu of each device, as counted in held_gpus when added
+    std::vector<std::string> pods;
+  };
+  static ResourceAmounts claimed_amounts(const NodeEntry& entry);  // held_gpus as an amount of the GPU resource
+  static ResourceAmounts counted(const PodEntry& pod);               // what a pod's entry counts on its node
+  void add_claim(DraClaim claim);
+  void remove_claim(std::string_view key);
+  void hold_gpus(ClaimEntry& claim, bool hold);
+  void cover_pod(const std::string& uid, bool cover);  // one claim more (or less) reserved for pod `uid`
   void reindex_if_names_changed();  // at the end of every writer that may add or erase entries
   void add_pod(const std::string& uid, PodEntry entry);  // counted on its node, and in its group
   void erase_pod(std::string_view uid);
@@ -193,6 +229,8 @@ class ClusterView final : public UsageSource, public NodeSource {
   size_t node_objects_ = 0;
   std::unordered_map<std::string, std::string, StringHash, std::equal_to<>> slice_nodes_;  // slice name -> node
   std::unordered_map<std::string, PodEntry, StringHash, std::equal_to<>> pods_;  // by uid, bound and running
+  std::unordered_map<std::string, ClaimEntry, StringHash, std::equal_to<>> claims_;  // allocated, holding GPUs
+  std::unordered_map<std::string, int, StringHash, std::equal_to<>> claimed_pods_;  // uid -> claims reserved for it
   // Per group, its bound members: uid -> node.
   using Members = std::unordered_map<std::string, std::string, StringHash, std::equal_to<>>;
   std::unordered_map<std::string, Members, StringHash, std::equal_to<>> groups_;

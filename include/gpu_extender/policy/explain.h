@@ -24,7 +24,8 @@ struct NodeExplanation {
   std::vector<Score> scores;  // empty for refused nodes
   double combined = 0;        // weighted mean of the applied scorers, 0..100
   int64_t final_score = -1;   // 0..10; -1 for refused nodes
-  // The node's GPU facts as read, and the label each came from (hand-set or GPU Feature Discovery).
+  // The node's GPU facts as read, and the label each came from (hand-set or GPU Feature Discovery), or
+  // "resourceslices of <driver>" on a DRA node; with the cluster view, a DRA node's GPUs and claims too.
   struct Fact {
     std::string name;   // gpuModel, gpuMemory, gpuCount
     std::string value;

@@ -17,6 +17,7 @@
 
 #include "gpu_extender/common/node_view.h"
 #include "gpu_extender/common/pod_request.h"
+#include "gpu_extender/common/resource_claim_view.h"
 #include "gpu_extender/common/resource_slice_view.h"
 #include "gpu_extender/common/view_schema.h"
 
@@ -125,6 +126,9 @@ class WireDecoder {
   ListMeta decode_resource_slice_list(const std::string& body, const ViewSchema& schema,
                                       const std::function<void(const ResourceSliceView&)>& on_slice);
   WatchEventHeader decode_resource_slice_event(std::string_view line, const ViewSchema& schema, ResourceSliceView& slice);
+  // ResourceClaims (resource.k8s.io/v1), the same way.
+  ListMeta decode_resource_claim_list(const std::string& body, const std::function<void(const ResourceClaimView&)>& on_claim);
+  WatchEventHeader decode_resource_claim_event(std::string_view line, ResourceClaimView& claim);
   // A single Pod object (GET .../pods/NAME).
   PodRequest decode_pod_object(const std::string& body, const ViewSchema& schema);
   const PreemptionArgs& decode_preemption_args(const std::string& body, const ViewSchema& schema);

@@ -29,6 +29,14 @@
          "Free shared GPU memory on those GPUs, in the policy's unit (GiB or MiB).") \
   METRIC(kSharedGpuFragmentedMemory, "gpu_extender_shared_gpu_fragmented_memory", Gauge, \
          "Free shared GPU memory on GPUs where it is less than the smallest pending shared request (no pending pod fits there), in the policy's unit; 0 while none is pending.") \
+  METRIC(kDraNodes, "gpu_extender_dra_nodes", Gauge, \
+         "Nodes whose GPUs come from DRA ResourceSlices (of the policy's dra.driver).") \
+  METRIC(kDraGpus, "gpu_extender_dra_gpus", Gauge, \
+         "Whole GPUs the DRA ResourceSlices publish.") \
+  METRIC(kDraClaims, "gpu_extender_dra_claims", Gauge, \
+         "Allocated ResourceClaims holding GPUs of the DRA driver on a node.") \
+  METRIC(kDraHeldGpus, "gpu_extender_dra_held_gpus", Gauge, \
+         "GPUs held by allocated ResourceClaims (a GPU shared by claims, or partitioned, counts once).") \
   METRIC(kClusterSynced, "gpu_extender_cluster_synced", Gauge, \
          "1 once the first lists of nodes and pods are in the view.") \
   METRIC(kClusterLastEventAgeSeconds, "gpu_extender_cluster_last_event_age_seconds", Gauge, \

@@ -83,6 +83,11 @@ class ClusterCollector final : public prometheus::Collectable {
     gauge(Metric::kSharedGpuDevices, static_cast<double>(shared.devices));
     gauge(Metric::kSharedGpuFreeMemory, static_cast<double>(shared.free));
     gauge(Metric::kSharedGpuFragmentedMemory, static_cast<double>(shared.fragmented));
+    const ClusterView::DraStats dra = view_->dra_stats();
+    gauge(Metric::kDraNodes, static_cast<double>(dra.nodes));
+    gauge(Metric::kDraGpus, static_cast<double>(dra.gpus));
+    gauge(Metric::kDraClaims, static_cast<double>(dra.claims));
+    gauge(Metric::kDraHeldGpus, static_cast<double>(dra.held_gpus));
     gauge(Metric::kClusterSynced, view_->ready() ? 1 : 0);
     gauge(Metric::kClusterLastEventAgeSeconds, s.seconds_since_event);
     MetricFamily lists = family(Metric::kWatchListsTotal);

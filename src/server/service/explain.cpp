@@ -32,6 +32,19 @@ void add_utilization_facts(const GpuUtilizationSource& utilization, Explanation&
   }
 }
 
+// A DRA node's devices (ClusterView::dra_node): its GPUs, and each one a claim holds with the claim.
+void add_dra_facts(const ClusterView& view, Explanation& e) {
+  for (NodeExplanation& n : e.nodes) {
+    const std::optional<ClusterView::DraNode> dra = view.dra_node(n.node);
+    if (!dra) continue;
+    std::string gpus, held;
+    for (const std::string& gpu : dra->gpus) gpus += (gpus.empty() ? "" : ", ") + gpu;
+    for (const auto& [gpu, claim] : dra->held) held += (held.empty() ? "" : ", ") + gpu + " by " + claim;
+    n.facts.push_back({"draGpus", gpus.empty() ? "none" : gpus, "resourceslices"});
+    n.facts.push_back({"draHeldGpus", held.empty() ? "none" : held, "resourceclaims"});
+  }
+}
+
 }  // namespace
 
 int explain(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
@@ -53,6 +66,7 @@ int explain(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
   add_live_utilization(ctx, inputs);
   Explanation e = gpu_extender::explain(*ws.policy, args.pod, inputs);
   if (ctx.parts.utilization) add_utilization_facts(*ctx.parts.utilization, e);
+  if (ctx.parts.cluster) add_dra_facts(*ctx.parts.cluster, e);
   // A group being placed: the book's plan, with the slots its members took, rather than a new one.
   if (e.group && ctx.parts.ledger)
     if (const auto report = ctx.parts.ledger->group_report(PendingPod::group_key_of(args.pod))) {

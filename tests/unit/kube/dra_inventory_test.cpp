@@ -9,8 +9,8 @@ using namespace gpu_extender;
 
 namespace {
 DraSlice h100s(const std::string& name, const std::string& node, int gpus, int64_t gib = 80) {
-  DraSlice s{name, node, {}};
-  for (int i = 0; i < gpus; ++i) s.gpus.push_back({"NVIDIA H100 80GB HBM3", "Hopper", gib << 30});
+  DraSlice s{name, node, node, {}, {}};
+  for (int i = 0; i < gpus; ++i) s.gpus.push_back({"gpu-" + std::to_string(i), "", "NVIDIA H100 80GB HBM3", "Hopper", gib << 30});
   return s;
 }
 NodeView bare_node(std::string_view name) {  // a DRA node: no GPU labels, no nvidia.com/gpu allocatable
@@ -76,4 +76,66 @@ TEST_CASE("DRA inventory: a node's slices give its GPU facts, in place of labels
   CHECK(v.stats().node_entries == 1);  // its slice is still there, waiting for the node
   v.delete_slice("s3");
   CHECK(v.stats().node_entries == 0);
+}
+
+namespace {
+DraClaim claim_of(const std::string& key, const std::string& node, std::vector<std::string> devices,
+                  std::vector<std::string> pods = {}) {
+  DraClaim c{key, node, {}, std::move(pods)};
+  for (auto& d : devices) c.devices.push_back({node, std::move(d)});
+  return c;
+}
+}  // namespace
+
+TEST_CASE("DRA claims: a held GPU counts once, a partition occupies its parent, a claim may come first") {
+  ClusterView v;
+  v.upsert_node(bare_node("dra-0"));
+  v.upsert_claim(claim_of("a/early", "dra-0", {"gpu-0"}));  // before the slices: named as itself
+  CHECK(test_support::gpus_on(v, "dra-0") == 1);
+  DraSlice slice = h100s("s1", "dra-0", 2);
+  slice.gpus[0].uuid = "GPU-aaa";
+  slice.gpus[1].uuid = "GPU-bbb";
+  slice.partitions = {{"gpu-1-mig-1g.10gb-0", "GPU-bbb"}, {"gpu-1-mig-1g.10gb-1", "GPU-bbb"}};
+  v.upsert_slice(slice);
+  CHECK(test_support::gpus_on(v, "dra-0") == 1);
+  // Two partitions of gpu-1 held by two claims: gpu-1 is occupied, once.
+  v.upsert_claim(claim_of("a/mig-0", "dra-0", {"gpu-1-mig-1g.10gb-0"}));
+  v.upsert_claim(claim_of("a/mig-1", "dra-0", {"gpu-1-mig-1g.10gb-1"}));
+  CHECK(test_support::gpus_on(v, "dra-0") == 2);
+  v.delete_claim("a/mig-0");
+  CHECK(test_support::gpus_on(v, "dra-0") == 2);
+  v.delete_claim("a/mig-1");
+  CHECK(test_support::gpus_on(v, "dra-0") == 1);
+  // Unallocated (no node) or of another driver (no devices kept): nothing held.
+  v.upsert_claim(claim_of("a/pending", "", {"gpu-1"}));
+  v.upsert_claim(DraClaim{"a/nic", "dra-0", {}, {}});
+  CHECK(test_support::gpus_on(v, "dra-0") == 1);
+  const ClusterView::DraStats stats = v.dra_stats();
+  CHECK(stats.claims == 1);
+  CHECK(stats.held_gpus == 1);
+  CHECK(stats.gpus == 2);
+  const auto node = v.dra_node("dra-0");
+  REQUIRE(node);
+  CHECK(node->held == std::vector<std::pair<std::string, std::string>>{{"dra-0/gpu-0", "a/early"}});
+}
+
+TEST_CASE("DRA claims: the pod a claim serves counts its devices, not its GPU request, whichever comes first") {
+  ClusterView v;
+  v.upsert_node(bare_node("dra-0"));
+  v.upsert_slice(h100s("s1", "dra-0", 8));
+  const PodRequest pod = test_support::watched_pod("uid-ext", "dra-0", 2);
+  v.upsert_pod(pod);
+  CHECK(test_support::gpus_on(v, "dra-0") == 2);
+  v.upsert_claim(claim_of("a/ext", "dra-0", {"gpu-0", "gpu-1"}, {"uid-ext"}));
+  CHECK(test_support::gpus_on(v, "dra-0") == 2);
+  v.delete_pod("uid-ext");  // the pod is gone before its claim
+  CHECK(test_support::gpus_on(v, "dra-0") == 2);
+  v.delete_claim("a/ext");
+  CHECK(test_support::gpus_on(v, "dra-0") == 0);
+  // The claim first, then the pod (a relist of pods after the claims).
+  v.replace_claims({claim_of("a/ext", "dra-0", {"gpu-0", "gpu-1"}, {"uid-ext"})});
+  v.replace_pods({{"uid-ext", "dra-0", pod.requests, nullptr, ""}});
+  CHECK(test_support::gpus_on(v, "dra-0") == 2);
+  v.replace_claims({});
+  CHECK(test_support::gpus_on(v, "dra-0") == 2);  // the pod's own request counts again
 }

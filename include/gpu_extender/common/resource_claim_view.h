@@ -1,0 +1,27 @@
+#pragma once
+// The parts of a resource.k8s.io/v1 ResourceClaim (Dynamic Resource Allocation) the extender reads: which
+// devices its allocation holds (status.allocation.devices.results: driver, pool, device, shareID), on which
+// node (status.allocation.nodeSelector's metadata.name field, as the scheduler writes it for a node's own
+// devices), and for which pods (status.reservedFor, and the pod that owns a claim made from a template or
+// for a DRA extended resource). The scheduler writes all of it in PreBind, after the extender's /filter.
+//
+// Every string is a view into storage owned elsewhere (the parser's buffer), valid only as long as it.
+#include <string_view>
+#include <vector>
+
+namespace gpu_extender {
+
+struct DraResultView {
+  std::string_view driver, pool, device;
+  std::string_view share_id;  // empty unless the device is shared between claims (KEP-5075)
+};
+
+struct ResourceClaimView {
+  std::string_view ns, name, uid;
+  std::string_view node;  // empty while unallocated, or for devices of no single node
+  std::vector<DraResultView> results;
+  std::vector<std::string_view> pods;  // uids: reservedFor's pods, then the owning pod
+  bool extended_resource = false;      // made by the scheduler for a pod's DRA extended resource (KEP-5004)
+};
+
+}  // namespace gpu_extender

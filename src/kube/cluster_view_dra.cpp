@@ -1,0 +1,161 @@
+// The cluster view's DRA part (cluster_view.h): a node's ResourceSlices, which give its GPU facts, and the
+// allocated ResourceClaims, whose devices count as used there. A claim's event touches only its own node
+// and pods: the GPUs it occupies are counted per node by how many claims hold each (a device shared by
+// several claims, or a GPU several of whose partitions are held, counts once).
+#include "gpu_extender/kube/cluster_view.h"
+
+namespace gpu_extender {
+
+void ClusterView::remove_slice(std::string_view name) {
+  auto at = slice_nodes_.find(name);
+  if (at == slice_nodes_.end()) return;
+  auto it = nodes_.find(at->second);
+  slice_nodes_.erase(at);
+  if (it == nodes_.end()) return;
+  if (auto slice = it->second.dra.find(name); slice != it->second.dra.end()) it->second.dra.erase(slice);
+  refresh_node(it->second);
+  erase_if_unused(it);
+}
+
+void ClusterView::upsert_slice(DraSlice slice) {
+  std::unique_lock lock(mutex_);
+  remove_slice(slice.name);
+  if (!slice.node.empty() && !slice.gpus.empty()) {  // slices of no node, or without GPUs, change nothing
+    NodeEntry& entry = entry_for(slice.node)->second;
+    slice_nodes_[slice.name] = slice.node;
+    std::string name = slice.name;
+    entry.dra.insert_or_assign(std::move(name), std::move(slice));
+    refresh_node(entry);
+  }
+  reindex_if_names_changed();
+}
+
+void ClusterView::delete_slice(std::string_view name) {
+  std::unique_lock lock(mutex_);
+  remove_slice(name);
+  reindex_if_names_changed();
+}
+
+void ClusterView::replace_slices(std::vector<DraSlice> slices) {
+  {
+    std::unique_lock lock(mutex_);
+    while (!slice_nodes_.empty()) remove_slice(std::string(slice_nodes_.begin()->first));
+  }
+  for (DraSlice& slice : slices) upsert_slice(std::move(slice));
+}
+
+ResourceAmounts ClusterView::claimed_amounts(const NodeEntry& entry) {
+  ResourceAmounts out;
+  if (!entry.held_gpus.empty()) out.set(ViewSchema::kGpuResource, static_cast<int64_t>(entry.held_gpus.size()) * 1000);
+  return out;
+}
+
+ResourceAmounts ClusterView::counted(const PodEntry& pod) {
+  if (!pod.covered || !pod.requests.has(ViewSchema::kGpuResource)) return pod.requests;
+  ResourceAmounts out = pod.requests;
+  out.set(ViewSchema::kGpuResource, 0);  // its claim's devices are counted instead
+  return out;
+}
+
+void ClusterView::cover_pod(const std::string& uid, bool cover) {
+  auto at = claimed_pods_.find(uid);
+  if (cover) {
+    if (at == claimed_pods_.end()) at = claimed_pods_.emplace(uid, 0).first;
+    if (++at->second > 1) return;
+  } else {
+    if (at == claimed_pods_.end() || --at->second > 0) return;
+    claimed_pods_.erase(at);
+  }
+  auto pod = pods_.find(uid);
+  if (pod == pods_.end() || pod->second.covered == cover) return;
+  add_usage(pod->second.node, counted(pod->second), false);
+  pod->second.covered = cover;
+  add_usage(pod->second.node, counted(pod->second), true);
+}
+
+void ClusterView::hold_gpus(ClaimEntry& claim, bool hold) {
+  auto it = entry_for(claim.node);
+  NodeEntry& entry = it->second;
+  const ResourceAmounts before = claimed_amounts(entry);
+  for (const std::string& gpu : claim.gpus) {
+    if (hold) {
+      ++entry.held_gpus[gpu];
+    } else if (auto at = entry.held_gpus.find(gpu); at != entry.held_gpus.end() && --at->second == 0) {
+      entry.held_gpus.erase(at);
+    }
+  }
+  entry.used.subtract(before);
+  entry.used.add(claimed_amounts(entry));
+  changed(entry);
+  erase_if_unused(it);
+}
+
+void ClusterView::remove_claim(std::string_view key) {
+  auto at = claims_.find(key);
+  if (at == claims_.end()) return;
+  ClaimEntry claim = std::move(at->second);
+  claims_.erase(at);
+  for (const std::string& uid : claim.pods) cover_pod(uid, false);
+  hold_gpus(claim, false);
+}
+
+void ClusterView::add_claim(DraClaim claim) {
+  // Only what holds GPUs on a node counts: an unallocated claim, or one of another driver, holds nothing.
+  if (claim.node.empty() || claim.devices.empty()) return;
+  ClaimEntry entry{claim.node, {}, std::move(claim.pods)};
+  const NodeEntry& node = entry_for(claim.node)->second;
+  for (const DraClaim::Device& d : claim.devices) entry.gpus.push_back(occupied_gpu(node.dra, d.pool, d.device));
+  hold_gpus(entry, true);
+  for (const std::string& uid : entry.pods) cover_pod(uid, true);
+  claims_.insert_or_assign(std::move(claim.key), std::move(entry));
+}
+
+void ClusterView::upsert_claim(DraClaim claim) {
+  std::unique_lock lock(mutex_);
+  remove_claim(claim.key);
+  add_claim(std::move(claim));
+  reindex_if_names_changed();
+}
+
+void ClusterView::delete_claim(std::string_view key) {
+  std::unique_lock lock(mutex_);
+  remove_claim(key);
+  reindex_if_names_changed();
+}
+
+void ClusterView::replace_claims(std::vector<DraClaim> claims) {
+  std::unique_lock lock(mutex_);
+  while (!claims_.empty()) remove_claim(std::string(claims_.begin()->first));
+  for (DraClaim& claim : claims) add_claim(std::move(claim));
+  reindex_if_names_changed();
+}
+
+ClusterView::DraStats ClusterView::dra_stats() const {
+  DraStats out;
+  std::shared_lock lock(mutex_);
+  out.slices = slice_nodes_.size();
+  out.claims = claims_.size();
+  for (const auto& [name, entry] : nodes_) {
+    for (const auto& [slice_name, slice] : entry.dra) out.gpus += static_cast<int64_t>(slice.gpus.size());
+    out.held_gpus += static_cast<int64_t>(entry.held_gpus.size());
+    if (!entry.dra.empty()) ++out.nodes;
+  }
+  return out;
+}
+
+std::optional<ClusterView::DraNode> ClusterView::dra_node(std::string_view node) const {
+  std::shared_lock lock(mutex_);
+  auto it = nodes_.find(node);
+  if (it == nodes_.end() || (it->second.dra.empty() && it->second.held_gpus.empty())) return std::nullopt;
+  DraNode out;
+  for (const auto& [name, slice] : it->second.dra) {
+    out.slices.push_back(name);
+    for (const DraGpu& gpu : slice.gpus) out.gpus.push_back(slice.pool + "/" + gpu.name);
+  }
+  for (const auto& [key, claim] : claims_)
+    if (claim.node == node)
+      for (const std::string& gpu : claim.gpus) out.held.emplace_back(gpu, key);
+  return out;
+}
+
+}  // namespace gpu_extender

@@ -1,0 +1,180 @@
+// Decoding a ResourceClaim (resource.k8s.io/v1): what its allocation holds, where, and for which pods
+// (resource_claim_view.h). Everything else is validated and skipped; a result or a reservation missing a
+// field the view needs is an error with its path, as a malformed pod is.
+#include <algorithm>
+
+#include "gpu_extender/common/resource_claim_view.h"
+#include "object_decoders.h"
+
+namespace gpu_extender::wire {
+namespace {
+
+constexpr std::string_view kExtendedResourceAnnotation = "resource.kubernetes.io/extended-resource-claim";
+
+// Calls `each` for every element of the array `value` under `field` (null: none), with errors located.
+template <typename Each>
+void for_each_item(od::value value, const std::string& field, Each&& each) {
+  if (take_null(value, field)) return;
+  size_t index = 0;
+  for (auto item : take(value.get_array(), field, "an array")) {
+    const std::string at = field + "[" + std::to_string(index++) + "]";
+    each(take(item, at, "an object"), at);
+  }
+}
+
+// Calls `each(key, value)` for every member of the object `value` under `field`.
+template <typename Each>
+void for_each_field(od::value value, std::string_view field, Each&& each) {
+  for (auto f : take_object(value, field)) {
+    const std::string_view key = field_key(f, field);
+    each(key, f.value());
+  }
+}
+
+// An array of references to objects (ownerReferences, reservedFor): calls `each(type, uid)` for each,
+// where `type` is the value of `type_field` ("kind" or "resource").
+template <typename Each>
+void for_each_reference(od::value refs, const std::string& field, std::string_view type_field, Each&& each) {
+  for_each_item(std::move(refs), field, [&](od::value ref, const std::string& at) {
+    std::string_view type, uid;
+    for_each_field(ref, at, [&](std::string_view key, auto value) {
+      if (key == type_field) type = take_string(value, at + "." + std::string(type_field));
+      else if (key == "uid") uid = take_string(value, at + ".uid");
+      else validate_value(take(value, key, "a value"), key);
+    });
+    each(type, uid);
+  });
+}
+
+void decode_metadata(od::value metadata, ResourceClaimView& out, std::string_view& owner_pod) {
+  for_each_field(metadata, "metadata", [&](std::string_view key, auto value) {
+    if (key == "name") out.name = take_string(value, "metadata.name");
+    else if (key == "namespace") out.ns = take_string(value, "metadata.namespace");
+    else if (key == "uid") out.uid = take_string(value, "metadata.uid");
+    else if (key == "annotations") {
+      od::value map = take(value, "metadata.annotations", "an object");
+      if (take_null(map, "metadata.annotations")) return;
+      for_each_field(map, "metadata.annotations", [&](std::string_view name, auto v) {
+        const std::string_view text = take_string(v, name);
+        if (name == kExtendedResourceAnnotation) out.extended_resource = text == "true";
+      });
+    } else if (key == "ownerReferences") {
+      for_each_reference(take(value, "metadata.ownerReferences", "an array"), "metadata.ownerReferences", "kind",
+                         [&](std::string_view kind, std::string_view uid) {
+                           if (kind == "Pod") owner_pod = uid;
+                         });
+    } else {
+      validate_value(take(value, key, "a value"), key);
+    }
+  });
+}
+
+// One requirement of a node selector term's matchFields: the node's name when it is `metadata.name In
+// [one name]`, else nothing.
+std::string_view node_named_by(od::value requirement, const std::string& at) {
+  std::string_view field, op;
+  std::vector<std::string_view> values;
+  for_each_field(requirement, at, [&](std::string_view key, auto value) {
+    if (key == "key") field = take_string(value, at + ".key");
+    else if (key == "operator") op = take_string(value, at + ".operator");
+    else if (key == "values") {
+      od::value list = take(value, at + ".values", "an array");
+      if (take_null(list, at + ".values")) return;
+      for (auto s : take(list.get_array(), at + ".values", "an array")) values.push_back(take_string(s, at + ".values"));
+    } else {
+      validate_value(take(value, key, "a value"), key);
+    }
+  });
+  return field == "metadata.name" && op == "In" && values.size() == 1 ? values.front() : std::string_view{};
+}
+
+// status.allocation.nodeSelector: the scheduler writes one term matching the field metadata.name of the
+// node whose devices it allocated. Anything else (devices reachable from several nodes) names no node.
+void decode_node_selector(od::value selector, ResourceClaimView& out) {
+  const std::string base = "status.allocation.nodeSelector";
+  if (take_null(selector, base)) return;
+  for_each_field(selector, base, [&](std::string_view key, auto value) {
+    if (key != "nodeSelectorTerms") return validate_value(take(value, key, "a value"), key);
+    const std::string terms = base + ".nodeSelectorTerms";
+    for_each_item(take(value, terms, "an array"), terms, [&](od::value term, const std::string& at) {
+      for_each_field(term, at, [&](std::string_view tkey, auto tvalue) {
+        if (tkey != "matchFields") return validate_value(take(tvalue, tkey, "a value"), tkey);
+        for_each_item(take(tvalue, at + ".matchFields", "an array"), at + ".matchFields",
+                      [&](od::value requirement, const std::string& rat) {
+                        if (const std::string_view node = node_named_by(requirement, rat); !node.empty()) out.node = node;
+                      });
+      });
+    });
+  });
+}
+
+void decode_result(od::value result, const std::string& at, ResourceClaimView& out) {
+  DraResultView r;
+  for_each_field(result, at, [&](std::string_view key, auto value) {
+    if (key == "driver") r.driver = take_string(value, at + ".driver");
+    else if (key == "pool") r.pool = take_string(value, at + ".pool");
+    else if (key == "device") r.device = take_string(value, at + ".device");
+    else if (key == "shareID") r.share_id = take_string(value, at + ".shareID");
+    else validate_value(take(value, key, "a value"), key);
+  });
+  if (r.driver.empty()) throw DecodeError(at + ".driver", "missing");
+  if (r.device.empty()) throw DecodeError(at + ".device", "missing");
+  out.results.push_back(r);
+}
+
+void decode_allocation(od::value allocation, ResourceClaimView& out) {
+  const std::string base = "status.allocation";
+  if (take_null(allocation, base)) return;
+  for_each_field(allocation, base, [&](std::string_view key, auto value) {
+    if (key == "nodeSelector") {
+      decode_node_selector(take(value, base + ".nodeSelector", "an object"), out);
+    } else if (key == "devices") {
+      od::value devices = take(value, base + ".devices", "an object");
+      if (take_null(devices, base + ".devices")) return;
+      for_each_field(devices, base + ".devices", [&](std::string_view dkey, auto dvalue) {
+        if (dkey != "results") {
+          validate_value(take(dvalue, dkey, "a value"), dkey);
+          return;
+        }
+        for_each_item(take(dvalue, base + ".devices.results", "an array"), base + ".devices.results",
+                      [&](od::value result, const std::string& at) { decode_result(result, at, out); });
+      });
+    } else {
+      validate_value(take(value, key, "a value"), key);
+    }
+  });
+}
+
+void decode_status(od::value status, ResourceClaimView& out) {
+  if (take_null(status, "status")) return;
+  for_each_field(status, "status", [&](std::string_view key, auto value) {
+    if (key == "allocation") {
+      decode_allocation(take(value, "status.allocation", "an object"), out);
+    } else if (key == "reservedFor") {
+      for_each_reference(take(value, "status.reservedFor", "an array"), "status.reservedFor", "resource",
+                         [&](std::string_view resource, std::string_view uid) {
+                           if (resource == "pods" && !uid.empty()) out.pods.push_back(uid);
+                         });
+    } else {
+      validate_value(take(value, key, "a value"), key);
+    }
+  });
+}
+
+}  // namespace
+
+void decode_resource_claim(od::value claim, ResourceClaimView& out) {
+  out = ResourceClaimView{};
+  std::string_view owner_pod;
+  for (auto f : take_object(claim, "")) {
+    const std::string_view key = field_key(f, "");
+    if (key == "metadata") decode_metadata(take(f.value(), "metadata", "an object"), out, owner_pod);
+    else if (key == "status") decode_status(take(f.value(), "status", "an object"), out);
+    else validate_value(take(f.value(), key, "a value"), key);
+  }
+  if (out.name.empty()) throw DecodeError("metadata.name", "missing");
+  if (!owner_pod.empty() && std::find(out.pods.begin(), out.pods.end(), owner_pod) == out.pods.end())
+    out.pods.push_back(owner_pod);
+}
+
+}  // namespace gpu_extender::wire

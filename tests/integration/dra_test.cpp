@@ -1,0 +1,160 @@
+// DRA nodes through the watch: a node that publishes its GPUs as ResourceSlices of NVIDIA's driver (no GPU
+// labels, no nvidia.com/gpu allocatable, as with DRA extended resources) is judged on them; pods bound
+// there asking nvidia.com/gpu count against them; a slice deleted takes the GPUs away. Allocated
+// ResourceClaims hold their devices: counted once however many claims share one, and in place of the
+// request of the pod they serve. An API server that serves no DRA (404, before 1.34) is the fake's
+// default, which every other test runs with.
+#include <catch2/catch.hpp>
+
+#include "../unit/test_support.h"
+#include "extender_process.h"
+#include "fake_api_server.h"
+#include "http_support.h"
+#include "metrics_support.h"
+#include "scheduler_driver.h"
+
+using nlohmann::json;
+using test_support::ExtenderProcess;
+using test_support::FakeApiServer;
+
+namespace {
+
+// A slice of `node` with `gpus` H100s as NVIDIA's DRA driver publishes it, and a MIG partition.
+json h100_slice(const std::string& node, int gpus) {
+  json devices = json::array();
+  for (int i = 0; i < gpus; ++i)
+    devices.push_back({{"name", "gpu-" + std::to_string(i)},
+                       {"attributes",
+                        {{"type", {{"string", "gpu"}}},
+                         {"productName", {{"string", "NVIDIA H100 80GB HBM3"}}},
+                         {"architecture", {{"string", "Hopper"}}},
+                         {"uuid", {{"string", "GPU-" + node + "-" + std::to_string(i)}}},
+                         {"index", {{"int", i}}}}},
+                       {"capacity", {{"memory", {{"value", "80Gi"}}}}}});
+  devices.push_back({{"name", "gpu-0-mig-1g.10gb-0"},
+                     {"attributes", {{"type", {{"string", "mig"}}}, {"profile", {{"string", "1g.10gb"}}}}},
+                     {"capacity", {{"memory", {{"value", "10Gi"}}}}}});
+  return {{"apiVersion", "resource.k8s.io/v1"},
+          {"kind", "ResourceSlice"},
+          {"metadata", {{"name", node + "-gpu.nvidia.com-x7k2p"}}},
+          {"spec",
+           {{"driver", "gpu.nvidia.com"},
+            {"pool", {{"name", node}, {"generation", 1}, {"resourceSliceCount", 1}}},
+            {"nodeName", node},
+            {"devices", devices}}}};
+}
+
+// A claim as the scheduler leaves it after allocating `devices` of dra-0 (PreBind): the allocation's
+// results and node selector, reserved for pod `pod_uid`. Extended-resource claims are owned by their pod
+// and annotated so.
+json allocated_claim(const std::string& name, const std::vector<std::string>& devices, const std::string& pod_uid,
+                     bool extended_resource = false, const std::string& share_id = "") {
+  json results = json::array();
+  for (const std::string& d : devices) {
+    json r = {{"request", "gpu"}, {"driver", "gpu.nvidia.com"}, {"pool", "dra-0"}, {"device", d}};
+    if (!share_id.empty()) r["shareID"] = share_id;
+    results.push_back(r);
+  }
+  json metadata = {{"name", name}, {"namespace", "burst"}, {"uid", "claim-uid-" + name}};
+  if (extended_resource) {
+    metadata["annotations"] = {{"resource.kubernetes.io/extended-resource-claim", "true"}};
+    metadata["ownerReferences"] = {{{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", "owner"}, {"uid", pod_uid},
+                                    {"controller", true}}};
+  }
+  json selector = {{"nodeSelectorTerms",
+                    {{{"matchFields", {{{"key", "metadata.name"}, {"operator", "In"}, {"values", {"dra-0"}}}}}}}}};
+  json status = {{"allocation", {{"devices", {{"results", results}}}, {"nodeSelector", selector}}}};
+  if (!extended_resource) status["reservedFor"] = {{{"resource", "pods"}, {"name", "owner"}, {"uid", pod_uid}}};
+  return {{"apiVersion", "resource.k8s.io/v1"},
+          {"kind", "ResourceClaim"},
+          {"metadata", metadata},
+          {"spec", {{"devices", {{"requests", {{{"name", "gpu"}, {"exactly", {{"deviceClassName", "gpu.nvidia.com"}}}}}}}}}},
+          {"status", status}};
+}
+
+json h100_pod(const std::string& name, int gpus) {
+  json pod = test_support::pending_pod(name, gpus, 0);
+  pod["metadata"]["annotations"]["gpu.nvidia.com/model"] = "H100";
+  return pod;
+}
+
+json names_filter(ExtenderProcess& p, const json& pod) {
+  const json body = {{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", {"dra-0", "plain-0"}}};
+  auto res = test_support::post(p, "/filter", body.dump());
+  REQUIRE(res);
+  REQUIRE(res->status == 200);
+  return json::parse(res->body);
+}
+
+}  // namespace
+
+TEST_CASE("DRA: a node's ResourceSlices give it GPUs the rules read, and bound pods count against them") {
+  FakeApiServer api;
+  api.put_node(test_support::make_node("dra-0", "", 0));    // no GPU labels, no nvidia.com/gpu
+  api.put_node(test_support::make_node("plain-0", "", 0));  // no GPUs at all
+  api.put_resource_slice(h100_slice("dra-0", 8));
+  json bound = test_support::make_pod("burst", "running", "uid-running", "dra-0", 4);  // 4 of its 8 in use
+  api.put_pod(bound);
+  ExtenderProcess p(api.extender_args());
+  REQUIRE(test_support::becomes_ready(p));
+
+  REQUIRE(test_support::eventually([&] { return names_filter(p, h100_pod("four", 4))["NodeNames"] == json::array({"dra-0"}); }));
+  const json five = names_filter(p, h100_pod("five", 5));
+  CHECK(five["NodeNames"].empty());
+  INFO(five.dump());
+  CHECK(five["FailedNodes"]["dra-0"].get<std::string>().find("GPUs free") != std::string::npos);
+  CHECK(five["FailedAndUnresolvableNodes"].contains("plain-0"));
+  json a100 = test_support::pending_pod("a100", 1, 0);  // annotated A100: the slices say H100
+  CHECK(names_filter(p, a100)["NodeNames"].empty());
+
+  // The driver withdraws the slice (uninstalled, or the node drained of GPUs): no GPUs there any more.
+  api.delete_resource_slice("dra-0-gpu.nvidia.com-x7k2p");
+  CHECK(test_support::eventually([&] { return names_filter(p, h100_pod("four", 4))["NodeNames"].empty(); }));
+}
+
+TEST_CASE("DRA: devices held by allocated claims count as used, once each, in place of the requests they serve") {
+  FakeApiServer api;
+  api.put_node(test_support::make_node("dra-0", "", 0));
+  api.put_node(test_support::make_node("plain-0", "", 0));
+  api.put_resource_slice(h100_slice("dra-0", 8));
+  // A pod asking through its claim alone (no nvidia.com/gpu), bound on dra-0 and holding gpu-0..3.
+  api.put_pod(test_support::make_pod("burst", "trainer", "uid-trainer", "dra-0", 0));
+  api.put_resource_claim(allocated_claim("trainer-gpus", {"gpu-0", "gpu-1", "gpu-2", "gpu-3"}, "uid-trainer"));
+  ExtenderProcess p(api.extender_args());
+  REQUIRE(test_support::becomes_ready(p));
+  auto fits = [&](int gpus) { return names_filter(p, h100_pod("probe", gpus))["NodeNames"] == json::array({"dra-0"}); };
+
+  REQUIRE(test_support::eventually([&] { return fits(4) && !fits(5); }));
+  // A second claim shares gpu-3 (shareID) and takes gpu-4: five GPUs held, not six.
+  api.put_resource_claim(allocated_claim("shared", {"gpu-3", "gpu-4"}, "uid-trainer", false, "a1b2"));
+  CHECK(test_support::eventually([&] { return fits(3) && !fits(4); }));
+  // A DRA extended-resource pod: its nvidia.com/gpu: 2 is served by the claim the scheduler made for it,
+  // so it counts two GPUs, not four (its request and its claim's devices).
+  api.put_pod(test_support::make_pod("burst", "ext", "uid-ext", "dra-0", 2));
+  CHECK(test_support::eventually([&] { return fits(1) && !fits(2); }));  // the request counts until its claim shows
+  api.put_resource_claim(allocated_claim("ext-gpu-abcde", {"gpu-5", "gpu-6"}, "uid-ext", true));
+  CHECK(test_support::eventually([&] { return fits(1) && !fits(2); }));  // 3 held + 2 claimed + 2 = 7: still one free
+  api.put_resource_claim(allocated_claim("ext-gpu-abcde", {"gpu-5"}, "uid-ext", true));  // reallocated smaller
+  CHECK(test_support::eventually([&] { return fits(2) && !fits(3); }));
+  // Explain says where the facts came from and which claim holds which GPU; the metrics count them.
+  auto explained = test_support::post(
+      p, "/explain", json({{"Pod", h100_pod("probe", 1)}, {"Nodes", nullptr}, {"NodeNames", {"dra-0"}}}).dump());
+  REQUIRE(explained);
+  const json facts = json::parse(explained->body)["nodes"][0]["facts"];
+  INFO(facts.dump());
+  CHECK(facts["gpuCount"]["label"] == "resourceslices of gpu.nvidia.com");
+  CHECK(facts["draHeldGpus"]["value"].get<std::string>().find("dra-0/gpu-5 by burst/ext-gpu-abcde") != std::string::npos);
+  const auto series = test_support::scrape(p.port());
+  CHECK(test_support::value_of(series, "gpu_extender_dra_nodes") == 1);
+  CHECK(test_support::value_of(series, "gpu_extender_dra_gpus") == 8);
+  CHECK(test_support::value_of(series, "gpu_extender_dra_claims") == 3);
+  CHECK(test_support::value_of(series, "gpu_extender_dra_held_gpus") == 6);
+  // The trainer's claim is deleted (the pod finished): gpu-0..2 are free again, gpu-3 stays shared.
+  api.delete_resource_claim("burst/trainer-gpus");
+  CHECK(test_support::eventually([&] { return fits(5) && !fits(6); }));
+  // A claim deallocated (status.allocation gone) holds nothing.
+  json freed = allocated_claim("shared", {}, "uid-trainer");
+  freed["status"].erase("allocation");
+  api.put_resource_claim(freed);
+  CHECK(test_support::eventually([&] { return fits(7) && !fits(8); }));
+}
