@@ -30,6 +30,7 @@ std::optional<std::string_view> attribute_string(od::value value, std::string_vi
 void decode_device(od::value device, const ViewSchema& schema, std::string_view driver, DraDeviceView& out,
                    std::string& invalid_reason) {
   out = DraDeviceView{};
+  std::string problem;  // said with the device's name, which may come after it
   for (auto f : take_object(device, "")) {
     const std::string_view key = field_key(f, "");
     if (key == "name") {
@@ -55,9 +56,8 @@ void decode_device(od::value device, const ViewSchema& schema, std::string_view 
             const std::string_view text = take_string(c.value(), "capacity.memory.value");
             const QuantityParse q = parse_quantity(text);
             if (q.milli && *q.milli >= 0) out.memory_bytes = *q.milli / 1000;
-            else if (invalid_reason.empty())
-              invalid_reason = "device " + std::string(out.name) + ": capacity " + std::string(name) + ": " +
-                               (q.milli ? "negative: \"" + std::string(text) + "\"" : q.error);
+            else if (problem.empty())
+              problem = "capacity " + std::string(name) + ": " + (q.milli ? "negative: \"" + std::string(text) + "\"" : q.error);
           }
         } else if (names(name, schema.dra_model_attribute, driver)) {
           out.model = attribute_string(value, name);
@@ -78,6 +78,7 @@ void decode_device(od::value device, const ViewSchema& schema, std::string_view 
     }
   }
   if (out.name.empty()) throw DecodeError("name", "missing");
+  if (!problem.empty() && invalid_reason.empty()) invalid_reason = "device " + std::string(out.name) + ": " + problem;
 }
 
 void decode_spec(od::value spec, const ViewSchema& schema, ResourceSliceView& out) {

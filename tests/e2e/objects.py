@@ -122,7 +122,8 @@ def unschedulable_message(api, namespace, name, timeout=60):
 
 
 def delete_all(api, namespaces, keep_nodes=False):
-    """Removes what a scenario made: its controllers, pods (at once: no kubelet will confirm) and every node."""
+    """Removes what a scenario made: its controllers, pods (at once: no kubelet will confirm), DRA claims,
+    and every node with its ResourceSlices, and every DeviceClass."""
     for namespace in namespaces:
         for kind in ("ReplicaSet", "Job"):
             path = api.object_path(kind, namespace)
@@ -134,6 +135,10 @@ def delete_all(api, namespaces, keep_nodes=False):
         with concurrent.futures.ThreadPoolExecutor(8) as pool:
             list(pool.map(lambda p: api.delete(f"/api/v1/namespaces/{namespace}/pods/{p['metadata']['name']}", 0),
                           pods))
+        for kind in ("ResourceClaim", "ResourceClaimTemplate"):
+            api.delete(api.object_path(kind, namespace))  # a collection: every one of the namespace
     if not keep_nodes:
         for node in api.nodes():
             api.delete(f"/api/v1/nodes/{node['metadata']['name']}")
+        for kind in ("ResourceSlice", "DeviceClass"):
+            api.delete(api.object_path(kind))

@@ -5,6 +5,7 @@ import concurrent.futures
 import re
 import time
 
+import dra_scenarios
 import kube
 from objects import (AAA, BBB, GPU, bound, ensure_namespace, gpu_node, make_node, node_of, placement, pod, pod_spec,
                      replica_set, unschedulable_message, usage_by_node, wait_bound, wait_pod_bound)
@@ -439,4 +440,5 @@ def throughput(env):
 
 
 SCENARIOS = [placement_names, placement_full, cpu_scoring, burst, extender_restart, gpu_sharing, deletion_costs,
-             groups, groups_refused_nodes, groups_replacement, preemption, pod_group_cycles, throughput]
+             groups, groups_refused_nodes, groups_replacement, preemption, pod_group_cycles, *dra_scenarios.SCENARIOS,
+             throughput]

@@ -158,3 +158,39 @@ TEST_CASE("DRA: devices held by allocated claims count as used, once each, in pl
   api.put_resource_claim(freed);
   CHECK(test_support::eventually([&] { return fits(7) && !fits(8); }));
 }
+
+TEST_CASE("DRA: a claim deallocated while the extender is down is free when it comes back, and a malformed slice is said") {
+  FakeApiServer api;
+  api.put_node(test_support::make_node("dra-0", "", 0));
+  api.put_node(test_support::make_node("plain-0", "", 0));
+  api.put_resource_slice(h100_slice("dra-0", 8));
+  api.put_resource_claim(allocated_claim("held", {"gpu-0", "gpu-1", "gpu-2", "gpu-3", "gpu-4", "gpu-5"}, "uid-gone"));
+  auto fits = [&](ExtenderProcess& p, int gpus) {
+    return names_filter(p, h100_pod("probe", gpus))["NodeNames"] == json::array({"dra-0"});
+  };
+  {
+    ExtenderProcess p(api.extender_args());
+    REQUIRE(test_support::becomes_ready(p));
+    REQUIRE(test_support::eventually([&] { return fits(p, 2) && !fits(p, 3); }));
+  }
+  // While it is down: the claim's pod is gone and the resourceclaim controller deallocates it; a second
+  // node's slice publishes a memory no one can read.
+  json freed = allocated_claim("held", {}, "uid-gone");
+  freed["status"].erase("allocation");
+  freed["status"].erase("reservedFor");
+  api.put_resource_claim(freed);
+  api.put_node(test_support::make_node("dra-1", "", 0));
+  json odd = h100_slice("dra-1", 2);
+  odd["spec"]["devices"][0]["capacity"]["memory"]["value"] = "lots";
+  api.put_resource_slice(odd);
+  ExtenderProcess p(api.extender_args());
+  REQUIRE(test_support::becomes_ready(p));
+  CHECK(test_support::eventually([&] { return fits(p, 8); }));
+  // The slice's other facts still count (2 GPUs, an H100), its memory does not: the node has no memory fact.
+  const auto series = test_support::scrape(p.port());
+  CHECK(test_support::value_of(series, "gpu_extender_watch_objects_not_understood_total{resource=\"resourceslices\"}") == 1);
+  CHECK(test_support::value_of(series, "gpu_extender_dra_gpus") == 10);
+  CHECK(test_support::value_of(series, "gpu_extender_dra_held_gpus") == 0);
+  CHECK(test_support::eventually(
+      [&] { return p.log().find("resourceslice dra-1-gpu.nvidia.com-x7k2p: device gpu-0: capacity memory") != std::string::npos; }));
+}
