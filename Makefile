@@ -16,7 +16,10 @@ build: deps
 	@cmake --build $(BUILD) -j$(JOBS)
 
 # Starts the service on the embedded default policy at 127.0.0.1:8888 (ARGS="--port 9000" to change).
-run: build
+# Builds the service alone (the tests and benchmarks are most of a full build): minutes on a fresh machine.
+run: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS) --target gpu-extender
 	./$(BUILD)/gpu-extender $(ARGS)
 
 # The whole test suite, through ctest (the end-to-end suite has its own target: it needs Go).
