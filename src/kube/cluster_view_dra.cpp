@@ -113,6 +113,8 @@ void ClusterView::add_claim(DraClaim claim) {
 void ClusterView::upsert_claim(DraClaim claim) {
   std::unique_lock lock(mutex_);
   remove_claim(claim.key);
+  if (claim.requested_gpus > 0) claim_requests_.insert_or_assign(claim.key, claim.requested_gpus);
+  else if (auto at = claim_requests_.find(claim.key); at != claim_requests_.end()) claim_requests_.erase(at);
   add_claim(std::move(claim));
   reindex_if_names_changed();
 }
@@ -120,14 +122,51 @@ void ClusterView::upsert_claim(DraClaim claim) {
 void ClusterView::delete_claim(std::string_view key) {
   std::unique_lock lock(mutex_);
   remove_claim(key);
+  if (auto at = claim_requests_.find(key); at != claim_requests_.end()) claim_requests_.erase(at);
   reindex_if_names_changed();
 }
 
 void ClusterView::replace_claims(std::vector<DraClaim> claims) {
   std::unique_lock lock(mutex_);
   while (!claims_.empty()) remove_claim(std::string(claims_.begin()->first));
-  for (DraClaim& claim : claims) add_claim(std::move(claim));
+  claim_requests_.clear();
+  for (DraClaim& claim : claims) {
+    if (claim.requested_gpus > 0) claim_requests_.insert_or_assign(claim.key, claim.requested_gpus);
+    add_claim(std::move(claim));
+  }
   reindex_if_names_changed();
+}
+
+void ClusterView::upsert_claim_template(DraClaim claim_template) {
+  std::unique_lock lock(mutex_);
+  if (claim_template.requested_gpus > 0)
+    template_requests_.insert_or_assign(std::move(claim_template.key), claim_template.requested_gpus);
+  else if (auto at = template_requests_.find(claim_template.key); at != template_requests_.end())
+    template_requests_.erase(at);
+}
+
+void ClusterView::delete_claim_template(std::string_view key) {
+  std::unique_lock lock(mutex_);
+  if (auto at = template_requests_.find(key); at != template_requests_.end()) template_requests_.erase(at);
+}
+
+void ClusterView::replace_claim_templates(std::vector<DraClaim> templates) {
+  std::unique_lock lock(mutex_);
+  template_requests_.clear();
+  for (DraClaim& t : templates)
+    if (t.requested_gpus > 0) template_requests_.insert_or_assign(std::move(t.key), t.requested_gpus);
+}
+
+int64_t ClusterView::claimed_gpus_of(const PodRequest& pod) const {
+  int64_t gpus = 0;
+  std::string key;
+  std::shared_lock lock(mutex_);
+  for (const PodRequest::ClaimRef& ref : pod.claims) {
+    key.assign(pod.ns).append("/").append(ref.claim.empty() ? ref.claim_template : ref.claim);
+    const auto& requests = ref.claim.empty() ? template_requests_ : claim_requests_;
+    if (auto at = requests.find(key); at != requests.end()) gpus += at->second;
+  }
+  return gpus;
 }
 
 ClusterView::DraStats ClusterView::dra_stats() const {

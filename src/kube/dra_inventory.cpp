@@ -59,6 +59,11 @@ DraClaim DraClaim::of(const ResourceClaimView& claim, const ViewSchema& schema) 
   for (const DraResultView& r : claim.results)
     if (r.driver == schema.dra_gpu_driver) out.devices.push_back({std::string(r.pool), std::string(r.device)});
   for (const std::string_view uid : claim.pods) out.pods.emplace_back(uid);
+  for (const DraRequestView& r : claim.requests) {
+    const bool gpus = std::find(schema.dra_gpu_classes.begin(), schema.dra_gpu_classes.end(), r.device_class) !=
+                      schema.dra_gpu_classes.end();
+    if (gpus && !r.all && !r.alternatives) out.requested_gpus += r.count;
+  }
   return out;
 }
 

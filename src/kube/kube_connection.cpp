@@ -21,7 +21,7 @@ KubeConnection::KubeConnection(ApiEndpoint endpoint, const ViewSchema& schema, K
   reflector_options.watch_timeout = options.watch_timeout;
   reflector_options.idle_timeout = std::chrono::milliseconds(options.watch_timeout) + std::chrono::seconds(60);
   for (auto kind : {kube::Reflector::Kind::kNodes, kube::Reflector::Kind::kPods, kube::Reflector::Kind::kResourceSlices,
-                    kube::Reflector::Kind::kResourceClaims})
+                    kube::Reflector::Kind::kResourceClaims, kube::Reflector::Kind::kResourceClaimTemplates})
     reflectors_.push_back(std::make_unique<kube::Reflector>(kind, api_, view_, ledger_, schema, reflector_options));
   view_->set_watch_hurry([api = api_] { return api->hurry_watches(); });
 }

@@ -14,6 +14,7 @@ constexpr const char* kPodsPath = "/api/v1/pods?fieldSelector=spec.nodeName%21%3
 constexpr const char* kNodesPath = "/api/v1/nodes?";
 constexpr const char* kResourceSlicesPath = "/apis/resource.k8s.io/v1/resourceslices?";
 constexpr const char* kResourceClaimsPath = "/apis/resource.k8s.io/v1/resourceclaims?";
+constexpr const char* kResourceClaimTemplatesPath = "/apis/resource.k8s.io/v1/resourceclaimtemplates?";
 
 std::string url_escape(const std::string& text) {
   static const char* hex = "0123456789ABCDEF";
@@ -47,6 +48,7 @@ const char* Reflector::name() const {
     case Kind::kNodes: return "nodes";
     case Kind::kResourceSlices: return "resourceslices";
     case Kind::kResourceClaims: return "resourceclaims";
+    case Kind::kResourceClaimTemplates: return "resourceclaimtemplates";
   }
   return "?";
 }
@@ -57,6 +59,7 @@ const char* Reflector::path() const {
     case Kind::kNodes: return kNodesPath;
     case Kind::kResourceSlices: return kResourceSlicesPath;
     case Kind::kResourceClaims: return kResourceClaimsPath;
+    case Kind::kResourceClaimTemplates: return kResourceClaimTemplatesPath;
   }
   return "";
 }
@@ -179,6 +182,10 @@ bool Reflector::decode_page(const std::string& body, ListMeta& meta, Listed& lis
           listed.claims.push_back(DraClaim::of(claim, schema_));
         });
         break;
+      case Kind::kResourceClaimTemplates:
+        meta = decoder_.decode_resource_claim_template_list(
+            body, [&](const ResourceClaimView& t) { listed.claims.push_back(DraClaim::of(t, schema_)); });
+        break;
     }
   } catch (const DecodeError& e) {
     spdlog::error("cluster view: list {} answered something unreadable: {}", name(), e.what());
@@ -210,6 +217,11 @@ void Reflector::replace_all(Listed& listed, const ListMeta& meta) {
       spdlog::info("cluster view: listed {} ResourceClaims (resourceVersion {})", listed.claims.size(),
                    meta.resource_version);
       view_->replace_claims(std::move(listed.claims));
+      break;
+    case Kind::kResourceClaimTemplates:
+      spdlog::info("cluster view: listed {} ResourceClaimTemplates (resourceVersion {})", listed.claims.size(),
+                   meta.resource_version);
+      view_->replace_claim_templates(std::move(listed.claims));
       break;
   }
 }
@@ -285,6 +297,13 @@ bool Reflector::apply_event(std::string_view line, WatchEnd& end) {
       } else if (header.type == "DELETED") {
         view_->delete_slice(slice.name);
       }
+    } else if (kind_ == Kind::kResourceClaimTemplates) {
+      ResourceClaimView claim_template;
+      header = decoder_.decode_resource_claim_template_event(line, claim_template);
+      if (header.type == "ADDED" || header.type == "MODIFIED")
+        view_->upsert_claim_template(DraClaim::of(claim_template, schema_));
+      else if (header.type == "DELETED")
+        view_->delete_claim_template(std::string(claim_template.ns) + "/" + std::string(claim_template.name));
     } else {
       ResourceClaimView claim;
       header = decoder_.decode_resource_claim_event(line, claim);

@@ -34,9 +34,9 @@ struct ReflectorOptions {
 
 class Reflector {
  public:
-  // kResourceSlices, kResourceClaims: DRA (resource.k8s.io/v1, 1.34+). A server that does not serve
-  // them (404) is asked again every kNotServedRetry, the view holding none meanwhile: nothing waits.
-  enum class Kind { kPods, kNodes, kResourceSlices, kResourceClaims };
+  // kResourceSlices, kResourceClaims, kResourceClaimTemplates: DRA (resource.k8s.io/v1, 1.34+). A server
+  // that does not serve them (404) is asked again every kNotServedRetry, the view holding none meanwhile.
+  enum class Kind { kPods, kNodes, kResourceSlices, kResourceClaims, kResourceClaimTemplates };
   static constexpr std::chrono::minutes kNotServedRetry{5};
   Reflector(Kind kind, std::shared_ptr<const ApiClient> api, std::shared_ptr<ClusterView> view,
             std::shared_ptr<PlacementLedger> ledger, ViewSchema schema, ReflectorOptions options = {});
@@ -54,13 +54,13 @@ class Reflector {
   enum class WatchEnd { kResume, kRelist, kFailed };
   bool list();
   const char* path() const;  // the collection's path, with the query's start
-  bool dra() const { return kind_ == Kind::kResourceSlices || kind_ == Kind::kResourceClaims; }
+  bool dra() const { return kind_ != Kind::kPods && kind_ != Kind::kNodes; }
   // What a list gives the view, all pages together (only the kind's own part is filled).
   struct Listed {
     std::vector<ClusterView::BoundPod> pods;
     std::vector<std::shared_ptr<const CachedNode>> nodes;
     std::vector<DraSlice> slices;
-    std::vector<DraClaim> claims;
+    std::vector<DraClaim> claims;  // claims, or templates
   };
   // One page of a list, decoded into `listed`; false when it could not be read.
   bool decode_page(const std::string& body, ListMeta& meta, Listed& listed);

@@ -136,7 +136,7 @@ bool WireDecoder::Impl::decode_plain_names_body(const std::string& body, const V
   return true;
 }
 
-const ExtenderArgs& WireDecoder::decode_extender_args(const std::string& body, const ViewSchema& schema) {
+ExtenderArgs& WireDecoder::decode_extender_args(const std::string& body, const ViewSchema& schema) {
   ExtenderArgs& args = impl_->args;
   reset(args);
   if (impl_->decode_plain_names_body(body, schema)) return args;

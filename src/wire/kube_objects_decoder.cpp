@@ -1,5 +1,5 @@
 // Decoding what the Kubernetes API sends: lists (one page each) and watch event lines, of pods, nodes,
-// ResourceSlices and ResourceClaims.
+// ResourceSlices, ResourceClaims and ResourceClaimTemplates.
 #include "decoder_impl.h"
 #include "common/case_insensitive.h"
 
@@ -153,6 +153,20 @@ ListMeta WireDecoder::decode_resource_claim_list(const std::string& body,
 
 WatchEventHeader WireDecoder::decode_resource_claim_event(std::string_view line, ResourceClaimView& claim) {
   return decode_event(*impl_, line, [&](od::value object) { decode_resource_claim(object, claim); });
+}
+
+ListMeta WireDecoder::decode_resource_claim_template_list(
+    const std::string& body, const std::function<void(const ResourceClaimView&)>& on_template) {
+  od::document doc = take(impl_->iterate(body), "", "a JSON object");
+  ResourceClaimView claim_template;
+  return walk_list(doc, "a ResourceClaimTemplateList", [&](od::value item) {
+    decode_resource_claim_template(item, claim_template);
+    on_template(claim_template);
+  });
+}
+
+WatchEventHeader WireDecoder::decode_resource_claim_template_event(std::string_view line, ResourceClaimView& claim_template) {
+  return decode_event(*impl_, line, [&](od::value object) { decode_resource_claim_template(object, claim_template); });
 }
 
 PodRequest WireDecoder::decode_pod_object(const std::string& body, const ViewSchema& schema) {

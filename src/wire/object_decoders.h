@@ -23,6 +23,8 @@ void decode_node(od::value node, const ViewSchema& schema, NodeView& out);
 void decode_node(od::object node, const ViewSchema& schema, NodeView& out);
 void decode_resource_slice(od::value slice, const ViewSchema& schema, ResourceSliceView& out);
 void decode_resource_claim(od::value claim, ResourceClaimView& out);
+// A ResourceClaimTemplate: its name and namespace, and the requests of the claims made from it.
+void decode_resource_claim_template(od::value claim_template, ResourceClaimView& out);
 // The "Pod" of an extender body (ExtenderArgs, ExtenderPreemptionArgs): once, not null, validated
 // throughout, errors under "Pod".
 void decode_extender_pod(od::value pod, bool& seen, const ViewSchema& schema, PodRequest& out, PodScratch& scratch);

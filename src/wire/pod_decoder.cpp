@@ -176,6 +176,25 @@ void decode_pod_metadata(od::value metadata, const ViewSchema& schema, PodReques
   }
 }
 
+// spec.resourceClaims: [{name, resourceClaimName | resourceClaimTemplateName}], kept by reference.
+void decode_pod_claims(od::value list, PodRequest& out) {
+  if (take_null(list, "resourceClaims")) return;
+  size_t index = 0;
+  for (auto item : take(list.get_array(), "resourceClaims", "an array")) {
+    const std::string at = "resourceClaims[" + std::to_string(index++) + "]";
+    PodRequest::ClaimRef ref;
+    for (auto f : take_object(take(item, at, "an object"), at)) {
+      const std::string_view key = field_key(f, at);
+      od::value v = take(f.value(), key, "a string");
+      if (take_null(v, key)) continue;
+      if (key == "resourceClaimName") ref.claim = take_string(std::move(v), at + ".resourceClaimName");
+      else if (key == "resourceClaimTemplateName") ref.claim_template = take_string(std::move(v), at + ".resourceClaimTemplateName");
+      else validate_value(std::move(v), key);
+    }
+    if (!ref.claim.empty() || !ref.claim_template.empty()) out.claims.push_back(ref);
+  }
+}
+
 }  // namespace
 
 void decode_pod(od::value pod, const ViewSchema& schema, PodRequest& out, PodScratch& scratch) {
@@ -219,6 +238,8 @@ void decode_pod(od::object pod, const ViewSchema& schema, PodRequest& out, PodSc
             out.node_name = take_string(s.value(), "nodeName");
           } else if (equals_ignore_case(skey, "schedulerName")) {
             out.scheduler_name = take_string(s.value(), "schedulerName");
+          } else if (equals_ignore_case(skey, "resourceClaims")) {
+            decode_pod_claims(take(s.value(), "resourceClaims", "an array"), out);
           } else if (equals_ignore_case(skey, "schedulingGroup") || equals_ignore_case(skey, "workloadRef")) {
             od::value group = take(s.value(), skey, "an object");
             if (!take_null(group, skey)) {

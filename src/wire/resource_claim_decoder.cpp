@@ -145,6 +145,51 @@ void decode_allocation(od::value allocation, ResourceClaimView& out) {
   });
 }
 
+// spec.devices.requests[]: per request, exactly's class, mode and count; firstAvailable is only noted.
+void decode_request(od::value request, const std::string& at, ResourceClaimView& out) {
+  DraRequestView r;
+  for_each_field(request, at, [&](std::string_view key, auto value) {
+    if (key == "firstAvailable") {
+      r.alternatives = true;
+      validate_value(take(value, key, "a value"), key);
+    } else if (key == "exactly") {
+      const std::string base = at + ".exactly";
+      for_each_field(take(value, base, "an object"), base, [&](std::string_view k, auto v) {
+        if (k == "deviceClassName") {
+          r.device_class = take_string(v, base + ".deviceClassName");
+        } else if (k == "allocationMode") {
+          r.all = take_string(v, base + ".allocationMode") == "All";
+        } else if (k == "count") {
+          int64_t count = 0;
+          if (take(v, base + ".count", "a whole number").get_int64().get(count) != simdjson::SUCCESS || count < 0)
+            throw DecodeError(base + ".count", "expected a whole number, at least 0");
+          r.count = count;
+        } else {
+          validate_value(take(v, k, "a value"), k);
+        }
+      });
+    } else {
+      validate_value(take(value, key, "a value"), key);
+    }
+  });
+  out.requests.push_back(r);
+}
+
+// A claim's spec (or a template's spec.spec): its device requests.
+void decode_claim_spec(od::value spec, const std::string& base, ResourceClaimView& out) {
+  if (take_null(spec, base)) return;
+  for_each_field(spec, base, [&](std::string_view key, auto value) {
+    if (key != "devices") return validate_value(take(value, key, "a value"), key);
+    od::value devices = take(value, base + ".devices", "an object");
+    if (take_null(devices, base + ".devices")) return;
+    for_each_field(devices, base + ".devices", [&](std::string_view dkey, auto dvalue) {
+      if (dkey != "requests") return validate_value(take(dvalue, dkey, "a value"), dkey);
+      for_each_item(take(dvalue, base + ".devices.requests", "an array"), base + ".devices.requests",
+                    [&](od::value request, const std::string& at) { decode_request(request, at, out); });
+    });
+  });
+}
+
 void decode_status(od::value status, ResourceClaimView& out) {
   if (take_null(status, "status")) return;
   for_each_field(status, "status", [&](std::string_view key, auto value) {
@@ -169,12 +214,32 @@ void decode_resource_claim(od::value claim, ResourceClaimView& out) {
   for (auto f : take_object(claim, "")) {
     const std::string_view key = field_key(f, "");
     if (key == "metadata") decode_metadata(take(f.value(), "metadata", "an object"), out, owner_pod);
+    else if (key == "spec") decode_claim_spec(take(f.value(), "spec", "an object"), "spec", out);
     else if (key == "status") decode_status(take(f.value(), "status", "an object"), out);
     else validate_value(take(f.value(), key, "a value"), key);
   }
   if (out.name.empty()) throw DecodeError("metadata.name", "missing");
   if (!owner_pod.empty() && std::find(out.pods.begin(), out.pods.end(), owner_pod) == out.pods.end())
     out.pods.push_back(owner_pod);
+}
+
+void decode_resource_claim_template(od::value claim_template, ResourceClaimView& out) {
+  out = ResourceClaimView{};
+  std::string_view owner_pod;  // templates are owned by no pod; read as metadata is read
+  for (auto f : take_object(claim_template, "")) {
+    const std::string_view key = field_key(f, "");
+    if (key == "metadata") {
+      decode_metadata(take(f.value(), "metadata", "an object"), out, owner_pod);
+    } else if (key == "spec") {  // {metadata, spec}: the claims made from it
+      for_each_field(take(f.value(), "spec", "an object"), "spec", [&](std::string_view skey, auto value) {
+        if (skey == "spec") decode_claim_spec(take(value, "spec.spec", "an object"), "spec.spec", out);
+        else validate_value(take(value, skey, "a value"), skey);
+      });
+    } else {
+      validate_value(take(f.value(), key, "a value"), key);
+    }
+  }
+  if (out.name.empty()) throw DecodeError("metadata.name", "missing");
 }
 
 }  // namespace gpu_extender::wire

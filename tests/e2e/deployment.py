@@ -21,6 +21,7 @@ SCHEDULER_CONFIGS = {
     "names": "extender-config/scheduler-config-node-cache.yaml",
     "full": "extender-config/scheduler-config-full-nodes.yaml",
     "gpu-share": "overlays/gpu-share/scheduler-config-gpu-share.yaml",
+    "dra-claims": "overlays/dra-claims/scheduler-config-dra-claims.yaml",
 }
 
 

@@ -47,10 +47,19 @@ def claim(namespace, name, count, product):
                 "selectors": [{"cel": {"expression": selector}}]}}]}}}
 
 
-def claim_pod(namespace, name, claim_name):
-    """A pod asking for GPUs through its claim only: the extender (managedResources: nvidia.com/gpu) never sees it."""
+def claim_template(namespace, name, count, product):
+    """A ResourceClaimTemplate: each pod naming it gets its own claim of `count` GPUs of `product`."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"spec": claim(namespace, name, count, product)["spec"]}}
+
+
+def claim_pod(namespace, name, claim_name=None, template_name=None):
+    """A pod asking for GPUs through its claim only: with managedResources (as shipped) the extender never
+    sees it; with the dra-claims overlay's configuration it does."""
     p = pod(namespace, name, {})
-    p["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimName": claim_name}]
+    source = {"resourceClaimName": claim_name} if claim_name else {"resourceClaimTemplateName": template_name}
+    p["spec"]["resourceClaims"] = [{"name": "gpus", **source}]
     p["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpus"}]
     return p
 
@@ -179,4 +188,37 @@ def dra_gpus(env):
     return {"pods placed": placed, "held": held, "seconds": time.monotonic() - started}
 
 
-SCENARIOS = [dra_gpus]
+def dra_claim_pods(env):
+    """Pods asking GPUs only through claims, with the dra-claims overlay's scheduler configuration (no
+    managedResources, so they reach the extender): judged on the GPUs their claims ask, packed where most
+    GPUs are held, bound by the extender; its counts equal the claims' truth after a burst."""
+    ns = "dra-claims"
+    ensure_namespace(env.api, ns)
+    nodes = ["dra-h100-0", "dra-h100-1", "dra-a100"]
+    for name, gpu in (("dra-h100-0", H100), ("dra-h100-1", H100), ("dra-a100", A100)):
+        dra_node(env.api, name, gpu)
+    device_class(env.api, False)
+    extender = env.deploy("dra-claims")
+    started = time.monotonic()
+    env.api.create(claim(ns, "six-h100", 6, H100[0]))
+    env.api.create(claim_pod(ns, "trainer", claim_name="six-h100"))
+    trainer_node = node_of(wait_pod_bound(env.api, ns, "trainer"))
+    held = {"after the claim pod": agree(env, extender, nodes, "after the claim pod")}
+    # Two H100s by template: both H100 nodes can allocate them; the extender packs onto the trainer's node.
+    env.api.create(claim_template(ns, "two-h100", 2, H100[0]))
+    env.api.create(claim_pod(ns, "w-0", template_name="two-h100"))
+    got = node_of(wait_pod_bound(env.api, ns, "w-0"))
+    assert got == trainer_node, f"w-0 (2 H100 by template) went to {got}, not the fuller {trainer_node}"
+    # A burst of three more: the trainer's node is full, the other holds all three (6 of its 8).
+    for i in range(1, 4):
+        env.api.create(claim_pod(ns, f"w-{i}", template_name="two-h100"))
+    for i in range(1, 4):
+        got = node_of(wait_pod_bound(env.api, ns, f"w-{i}"))
+        assert got.startswith("dra-h100") and got != trainer_node, f"w-{i} went to {got}"
+    held["after a burst"] = agree(env, extender, nodes, "after a burst")
+    binds = extender.metric("gpu_extender_binds_total", result="bound")
+    assert binds >= 5, f"the extender bound {binds} of the 5 claim pods: they did not come through it"
+    return {"pods placed": 5, "held": held, "seconds": time.monotonic() - started}
+
+
+SCENARIOS = [dra_gpus, dra_claim_pods]

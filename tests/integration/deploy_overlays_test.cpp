@@ -26,7 +26,8 @@ TEST_CASE("deploy: the images are named in one place, manifests/kustomization.ya
   const YAML::Node scheduler_image = kustomization["images"][1];
   REQUIRE(scheduler_image["name"].as<std::string>() == "registry.k8s.io/kube-scheduler");
   const std::string expected_scheduler = "registry.k8s.io/kube-scheduler:" + scheduler_image["newTag"].as<std::string>();
-  for (const char* dir : {"manifests", "overlays/https", "overlays/gke", "overlays/dcgm-prometheus", "overlays/gpu-share", "overlays/deletion-costs"}) {
+  for (const char* dir : {"manifests", "overlays/https", "overlays/gke", "overlays/dcgm-prometheus", "overlays/gpu-share", "overlays/deletion-costs",
+                          "overlays/dra-claims"}) {
     INFO(dir);
     const auto docs = rendered_manifests(dir);
     const YAML::Node* extender = find(docs, "Deployment", "gpu-extender");

@@ -58,8 +58,8 @@ TEST_CASE("deploy: every object is well-formed, every container bounded and lock
   }
   const YAML::Node* role = find(docs, "ClusterRole", "gpu-extender");
   REQUIRE(role);
-  // Exactly what the code uses: the reflectors' get/list/watch of pods, nodes, ResourceSlices and
-  // ResourceClaims (group resource.k8s.io), Binder's POST of pods/binding (src/kube/api_binder.cpp). No
+  // Exactly what the code uses: the reflectors' get/list/watch of pods, nodes, ResourceSlices,
+  // ResourceClaims and ResourceClaimTemplates (group resource.k8s.io), Binder's POST of pods/binding (src/kube/api_binder.cpp). No
   // events: the extender records none.
   std::set<std::string> granted;
   for (const auto& rule : (*role)["rules"])
@@ -68,7 +68,9 @@ TEST_CASE("deploy: every object is well-formed, every container bounded and lock
   CHECK(granted == std::set<std::string>{"pods:get", "pods:list", "pods:watch", "nodes:get", "nodes:list",
                                          "nodes:watch", "resourceslices:get", "resourceslices:list",
                                          "resourceslices:watch", "resourceclaims:get", "resourceclaims:list",
-                                         "resourceclaims:watch", "pods/binding:create"});
+                                         "resourceclaims:watch", "resourceclaimtemplates:get",
+                                         "resourceclaimtemplates:list", "resourceclaimtemplates:watch",
+                                         "pods/binding:create"});
   const YAML::Node* auth = find(docs, "RoleBinding", "gpu-scheduler-extension-apiserver-authentication-reader");
   REQUIRE(auth);
   CHECK((*auth)["metadata"]["namespace"].as<std::string>() == "kube-system");
@@ -190,7 +192,8 @@ TEST_CASE("deploy: the scheduler reaches the extender's Service, with verbs the 
 
 TEST_CASE("deploy: every scheduler configuration variant is complete") {
   for (const char* file : {"extender-config/scheduler-config-node-cache.yaml", "extender-config/scheduler-config-full-nodes.yaml",
-                           "overlays/https/scheduler-config-https.yaml", "overlays/gpu-share/scheduler-config-gpu-share.yaml"}) {
+                           "overlays/https/scheduler-config-https.yaml", "overlays/gpu-share/scheduler-config-gpu-share.yaml",
+                           "overlays/dra-claims/scheduler-config-dra-claims.yaml"}) {
     INFO(file);
     const YAML::Node config = YAML::LoadFile(test_support::source_path(file));
     CHECK(config["kind"].as<std::string>() == "KubeSchedulerConfiguration");
@@ -209,6 +212,8 @@ TEST_CASE("deploy: every scheduler configuration variant is complete") {
     // The sharing variant adds the shared GPU memory; the others leave it to the default scheduler.
     std::set<std::string> expected{"nvidia.com/gpu", "custom.resource/aaa"};
     if (std::string(file).find("gpu-share") != std::string::npos) expected.insert("aliyun.com/gpu-mem");
+    // The DRA-claims variant names none: kube-scheduler cannot see claims when it chooses whom to call.
+    if (std::string(file).find("dra-claims") != std::string::npos) expected.clear();
     CHECK(managed == expected);
     // Full-node mode has no node cache, so no preemption; the others have both.
     CHECK(ext["nodeCacheCapable"].as<bool>() == static_cast<bool>(ext["preemptVerb"]));

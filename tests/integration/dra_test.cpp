@@ -194,3 +194,33 @@ TEST_CASE("DRA: a claim deallocated while the extender is down is free when it c
   CHECK(test_support::eventually(
       [&] { return p.log().find("resourceslice dra-1-gpu.nvidia.com-x7k2p: device gpu-0: capacity memory") != std::string::npos; }));
 }
+
+TEST_CASE("DRA: a pod asking GPUs through its claim template is judged on the template's count") {
+  FakeApiServer api;
+  api.put_node(test_support::make_node("dra-0", "", 0));
+  api.put_node(test_support::make_node("plain-0", "", 0));
+  api.put_resource_slice(h100_slice("dra-0", 8));
+  api.put_resource_claim(allocated_claim("held", {"gpu-0", "gpu-1", "gpu-2", "gpu-3"}, "uid-other"));  // 4 free
+  auto template_of = [](const std::string& name, int gpus) {
+    return json::parse(R"({"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaimTemplate","metadata":{"name":")" + name +
+                       R"(","namespace":"burst"},"spec":{"spec":{"devices":{"requests":[{"name":"gpus","exactly":)"
+                       R"({"deviceClassName":"gpu.nvidia.com","count":)" + std::to_string(gpus) + "}}]}}}}");
+  };
+  api.put_resource_claim_template(template_of("four", 4));
+  api.put_resource_claim_template(template_of("six", 6));
+  ExtenderProcess p(api.extender_args());
+  REQUIRE(test_support::becomes_ready(p));
+  auto by_claim = [](const std::string& name, const std::string& claim_template) {
+    json pod = h100_pod(name, 0);  // no nvidia.com/gpu: its GPUs are in its claim
+    pod["spec"]["resourceClaims"] = {{{"name", "gpus"}, {"resourceClaimTemplateName", claim_template}}};
+    return pod;
+  };
+  REQUIRE(test_support::eventually([&] { return names_filter(p, by_claim("w4", "four"))["NodeNames"] == json::array({"dra-0"}); }));
+  const json six = names_filter(p, by_claim("w6", "six"));
+  INFO(six.dump());
+  CHECK(six["NodeNames"].empty());
+  CHECK(six["FailedNodes"]["dra-0"].get<std::string>().find("pod requests 6") != std::string::npos);
+  // A template the view does not know asks nothing the extender can count: judged on its annotations
+  // alone (the H100 node passes, full as it is; the scheduler's own DRA plugin judges the claim).
+  CHECK(names_filter(p, by_claim("w?", "missing"))["NodeNames"] == json::array({"dra-0"}));
+}

@@ -87,7 +87,7 @@ json watch_event_for(const std::string& resource, const FakeApiServer::Event& e,
 // (Go's encoding of a zero Pod or Node, creationTimestamp null included).
 json bookmark(const std::string& resource, uint64_t rv) {
   json metadata = {{"resourceVersion", std::to_string(rv)}, {"creationTimestamp", nullptr}};
-  if (resource == "resourceslices" || resource == "resourceclaims")
+  if (resource.rfind("resource", 0) == 0)  // resourceslices, resourceclaims, resourceclaimtemplates
     return {{"kind", FakeApiServer::kind_of(resource)}, {"apiVersion", "resource.k8s.io/v1"}, {"metadata", metadata},
             {"spec", json::object()}};
   if (resource == "pods")
@@ -114,7 +114,7 @@ void FakeApiServer::install_read_routes() {
   }
   // DRA (resource.k8s.io/v1): served only once a test puts a slice or a claim (before, 404: an API server
   // without DRA, before 1.34).
-  for (const std::string resource : {"resourceslices", "resourceclaims"}) {
+  for (const std::string resource : {"resourceslices", "resourceclaims", "resourceclaimtemplates"}) {
     server_.Get("/apis/resource.k8s.io/v1/" + resource, [this, resource](const httplib::Request& req, httplib::Response& res) {
       if (!authorised(req, res) || failing(res)) return;
       if (!serves_dra_) {
@@ -189,7 +189,7 @@ void FakeApiServer::list(const std::string& resource, const httplib::Request& re
     snapshots_[id] = snapshot;
     meta["continue"] = id + "/" + std::to_string(offset + limit);
   }
-  const bool dra = resource == "resourceslices" || resource == "resourceclaims";
+  const bool dra = resource.rfind("resource", 0) == 0;
   const json list = {{"kind", std::string(kind_of(resource)) + "List"},
                      {"apiVersion", dra ? "resource.k8s.io/v1" : "v1"},
                      {"metadata", meta},

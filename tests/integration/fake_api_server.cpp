@@ -166,6 +166,7 @@ const char* FakeApiServer::kind_of(const std::string& resource) {
   if (resource == "pods") return "Pod";
   if (resource == "nodes") return "Node";
   if (resource == "resourceslices") return "ResourceSlice";
+  if (resource == "resourceclaimtemplates") return "ResourceClaimTemplate";
   return "ResourceClaim";
 }
 
@@ -313,7 +314,7 @@ void FakeApiServer::send_bookmarks() {
 void FakeApiServer::count(const httplib::Request& req, const httplib::Response& res) {
   std::string path = req.path;
   std::string kind;
-  for (const char* k : {"binding", "leases", "pods", "nodes", "resourceslices", "resourceclaims"})
+  for (const char* k : {"binding", "leases", "pods", "nodes", "resourceslices", "resourceclaimtemplates", "resourceclaims"})
     if (path.find(std::string("/") + k) != std::string::npos) {
       kind = k;
       break;

@@ -68,6 +68,7 @@ class FakeApiServer {
   void delete_resource_slice(const std::string& name) { delete_dra("resourceslices", name); }
   void put_resource_claim(json claim) { put_dra("resourceclaims", std::move(claim)); }
   void delete_resource_claim(const std::string& key) { delete_dra("resourceclaims", key); }
+  void put_resource_claim_template(json t) { put_dra("resourceclaimtemplates", std::move(t)); }
   static const char* kind_of(const std::string& resource);  // "pods" -> "Pod", ...
   json pod(const std::string& ns, const std::string& name) const;
   std::vector<json> nodes() const;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gpu_extender/common/resources.h"
 #include "gpu_extender/common/view_schema.h"
@@ -70,6 +71,12 @@ struct PodRequest : PodFacts {
   // GenericWorkload on, kube-scheduler places it in a pod-group cycle, filtering every member against
   // each candidate placement and binding none before one is chosen.
   bool native_pod_group = false;
+  // DRA: the claims the pod asks through (spec.resourceClaims), each by the claim's name or the template
+  // its claim is made from. What they request is read from the cluster view (ClusterView::claimed_gpus_of).
+  struct ClaimRef {
+    std::string_view claim, claim_template;  // one of the two is set
+  };
+  std::vector<ClaimRef> claims;
 
   // GPU sharing: the device a bound pod's shared memory is on (gpushare's ALIYUN_COM_GPU_MEM_IDX).
   // Its memory is then also counted in requests' slot shared_gpu_device_slot(device).

@@ -6,6 +6,7 @@
 // for a DRA extended resource). The scheduler writes all of it in PreBind, after the extender's /filter.
 //
 // Every string is a view into storage owned elsewhere (the parser's buffer), valid only as long as it.
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -16,12 +17,22 @@ struct DraResultView {
   std::string_view share_id;  // empty unless the device is shared between claims (KEP-5075)
 };
 
+// One request of the claim's spec (spec.devices.requests[].exactly): devices of a class, how many. The
+// selectors are not read: the scheduler's DynamicResources plugin checks them before any extender.
+struct DraRequestView {
+  std::string_view device_class;
+  int64_t count = 1;         // ExactCount's count (1 when not given)
+  bool all = false;          // allocationMode All: every matching device of a node
+  bool alternatives = false; // firstAvailable: one of several subrequests, not read
+};
+
 struct ResourceClaimView {
   std::string_view ns, name, uid;
   std::string_view node;  // empty while unallocated, or for devices of no single node
   std::vector<DraResultView> results;
   std::vector<std::string_view> pods;  // uids: reservedFor's pods, then the owning pod
   bool extended_resource = false;      // made by the scheduler for a pod's DRA extended resource (KEP-5004)
+  std::vector<DraRequestView> requests;  // spec.devices.requests (for a template: spec.spec's)
 };
 
 }  // namespace gpu_extender

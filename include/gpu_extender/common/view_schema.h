@@ -77,6 +77,9 @@ struct ViewSchema {
   std::string dra_uuid_attribute = "uuid";
   std::string dra_parent_attribute = "parentUUID";
   std::string dra_memory_capacity = "memory";
+  // The device classes whose devices are GPUs: a claim's request of one of them asks for GPUs (a pod
+  // asking through such a claim is judged as a pod asking nvidia.com/gpu for that many).
+  std::vector<std::string> dra_gpu_classes{"gpu.nvidia.com"};
   // Network topology levels, top (broadest) to bottom (closest), at most kMaxTopologyLevels: each a
   // node label. A node carries the levels of its provider; a domain at a level is the node's value
   // there with the values of the levels above it that it carries (values are unique only under their

@@ -63,6 +63,13 @@ class ClusterView final : public UsageSource, public NodeSource {
   void upsert_claim(DraClaim claim);
   void delete_claim(std::string_view key);
   void replace_claims(std::vector<DraClaim> claims);
+  // ResourceClaimTemplates: what the claims made from them ask (DraClaim::of a template).
+  void upsert_claim_template(DraClaim claim_template);
+  void delete_claim_template(std::string_view key);
+  void replace_claim_templates(std::vector<DraClaim> templates);
+  // The GPUs a pod asks through its claims (PodRequest::claims): each claim's requested GPUs, from the
+  // claim, else from its template; claims and templates the view does not know ask none.
+  int64_t claimed_gpus_of(const PodRequest& pod) const;
   void mark_nodes_synced();
   void mark_pods_synced();
 
@@ -231,6 +238,8 @@ class ClusterView final : public UsageSource, public NodeSource {
   std::unordered_map<std::string, PodEntry, StringHash, std::equal_to<>> pods_;  // by uid, bound and running
   std::unordered_map<std::string, ClaimEntry, StringHash, std::equal_to<>> claims_;  // allocated, holding GPUs
   std::unordered_map<std::string, int, StringHash, std::equal_to<>> claimed_pods_;  // uid -> claims reserved for it
+  // GPUs asked by every claim and template that asks some ("namespace/name"), allocated or not.
+  std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> claim_requests_, template_requests_;
   // Per group, its bound members: uid -> node.
   using Members = std::unordered_map<std::string, std::string, StringHash, std::equal_to<>>;
   std::unordered_map<std::string, Members, StringHash, std::equal_to<>> groups_;

@@ -1,8 +1,8 @@
 #pragma once
 // Everything the extender does with the Kubernetes API, wired together: the API client, the cluster
-// view fed by four reflectors (pods on nodes, nodes, DRA ResourceSlices and ResourceClaims), the
-// placement ledger, the binder, and a housekeeping thread that ends what the ledger holds past its time,
-// and logs when the view goes stale.
+// view fed by five reflectors (pods on nodes, nodes, DRA ResourceSlices, ResourceClaims and their
+// templates), the placement ledger, the binder, and a housekeeping thread that ends what the ledger
+// holds past its time, and logs when the view goes stale.
 //
 // Thread-safe: start() and stop() from the main thread; the rest is read by request threads.
 #include <functional>
@@ -45,7 +45,7 @@ struct DeletionCostStats {
 
 // Counts of one reflector (list+watch of one resource), read at scrape time.
 struct WatchCounts {
-  std::string resource;  // "pods" | "nodes" | "resourceslices" | "resourceclaims"
+  std::string resource;  // "pods" | "nodes" | "resourceslices" | "resourceclaims" | "resourceclaimtemplates"
   uint64_t lists = 0, watches = 0, events = 0, relists_after_gone = 0, failures = 0, not_understood = 0;
 };
 

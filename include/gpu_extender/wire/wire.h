@@ -111,7 +111,8 @@ class WireDecoder {
   bool release_buffers_above(size_t keep_bytes);
 
   // Throws DecodeError on malformed input.
-  const ExtenderArgs& decode_extender_args(const std::string& body, const ViewSchema& schema);
+  // Mutable, so that a caller may complete the pod with what the body does not say (its claims' GPUs).
+  ExtenderArgs& decode_extender_args(const std::string& body, const ViewSchema& schema);
   BindingArgs decode_binding_args(const std::string& body);
   // A Kubernetes PodList or NodeList (`kubectl get pods -A -o json`, or a page of an API list): calls
   // the callback for every item, and returns the list's metadata.
@@ -129,6 +130,10 @@ class WireDecoder {
   // ResourceClaims (resource.k8s.io/v1), the same way.
   ListMeta decode_resource_claim_list(const std::string& body, const std::function<void(const ResourceClaimView&)>& on_claim);
   WatchEventHeader decode_resource_claim_event(std::string_view line, ResourceClaimView& claim);
+  // ResourceClaimTemplates: name, namespace and the requests of spec.spec, in a ResourceClaimView.
+  ListMeta decode_resource_claim_template_list(const std::string& body,
+                                               const std::function<void(const ResourceClaimView&)>& on_template);
+  WatchEventHeader decode_resource_claim_template_event(std::string_view line, ResourceClaimView& claim_template);
   // A single Pod object (GET .../pods/NAME).
   PodRequest decode_pod_object(const std::string& body, const ViewSchema& schema);
   const PreemptionArgs& decode_preemption_args(const std::string& body, const ViewSchema& schema);

@@ -31,9 +31,9 @@ TEST_CASE("DRA inventory: only whole GPUs of the schema's driver count, named as
   slice.name = "s";
   slice.node_name = "n";
   slice.driver = "gpu.nvidia.com";
-  slice.devices = {{"gpu-0", "NVIDIA H100 80GB HBM3", "Hopper", "gpu", int64_t{80} << 30},
-                   {"gpu-0-mig", "NVIDIA H100 80GB HBM3", std::nullopt, "mig", int64_t{10} << 30},
-                   {"gpu-1", "NVIDIA H100 80GB HBM3", "Hopper", std::nullopt, int64_t{80} << 30}};
+  slice.devices = {{"gpu-0", "NVIDIA H100 80GB HBM3", "Hopper", "gpu", int64_t{80} << 30, std::nullopt, std::nullopt},
+                   {"gpu-0-mig", "NVIDIA H100 80GB HBM3", std::nullopt, "mig", int64_t{10} << 30, std::nullopt, std::nullopt},
+                   {"gpu-1", "NVIDIA H100 80GB HBM3", "Hopper", std::nullopt, int64_t{80} << 30, std::nullopt, std::nullopt}};
   const DraSlice kept = DraSlice::of(slice, schema);
   CHECK(kept.node == "n");
   CHECK(kept.gpus.size() == 2);
@@ -138,4 +138,33 @@ TEST_CASE("DRA claims: the pod a claim serves counts its devices, not its GPU re
   CHECK(test_support::gpus_on(v, "dra-0") == 2);
   v.replace_claims({});
   CHECK(test_support::gpus_on(v, "dra-0") == 2);  // the pod's own request counts again
+}
+
+TEST_CASE("DRA claims: the GPUs a pod asks through its claims, by claim or by template, in its namespace") {
+  ClusterView v;
+  DraClaim by_template{"train/two-h100", "", {}, {}};
+  by_template.requested_gpus = 2;
+  v.upsert_claim_template(by_template);
+  DraClaim shared{"train/pool", "", {}, {}};
+  shared.requested_gpus = 4;
+  v.upsert_claim(shared);  // not allocated yet: asks, holds nothing
+  PodRequest pod;
+  pod.ns = "train";
+  pod.claims = {{"", "two-h100"}, {"pool", ""}, {"unknown", ""}};
+  CHECK(v.claimed_gpus_of(pod) == 6);
+  CHECK(test_support::gpus_on(v, "dra-0") == 0);
+  pod.ns = "other";
+  CHECK(v.claimed_gpus_of(pod) == 0);
+  pod.ns = "train";
+  v.delete_claim_template("train/two-h100");
+  v.replace_claims({});
+  CHECK(v.claimed_gpus_of(pod) == 0);
+
+  // What DraClaim::of counts: requests of a GPU class, not All or alternatives.
+  ResourceClaimView view;
+  view.ns = "train";
+  view.name = "t";
+  view.requests = {{"gpu.nvidia.com", 2, false, false}, {"gpu.nvidia.com", 1, true, false},
+                   {"nic.example.com", 1, false, false}, {"gpu.nvidia.com", 1, false, true}};
+  CHECK(DraClaim::of(view, ViewSchema{}).requested_gpus == 2);
 }

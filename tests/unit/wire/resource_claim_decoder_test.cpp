@@ -98,3 +98,41 @@ TEST_CASE("resource claims: a malformed claim is refused with the path of its fi
   CHECK(field_of(R"({"metadata":{"name":"c"},"status":{"allocation":{"devices":{"results":"gpu-0"}}}})")
             .find("status.allocation.devices.results") != std::string::npos);
 }
+
+TEST_CASE("resource claims: a claim's and a template's device requests, and a pod's claims") {
+  WireDecoder decoder;
+  std::vector<std::string> seen;
+  decoder.decode_resource_claim_list(R"({"metadata":{},"items":[)" + claim_json("dra-3") + "]}",
+                                     [&](const ResourceClaimView& c) {
+                                       for (const DraRequestView& r : c.requests)
+                                         seen.push_back(std::string(r.device_class) + " x" + std::to_string(r.count));
+                                     });
+  CHECK(seen == std::vector<std::string>{"gpu.nvidia.com x2"});
+
+  ResourceClaimView t;
+  decoder.decode_resource_claim_template_event(
+      R"({"type":"ADDED","object":{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaimTemplate","metadata":)"
+      R"({"name":"two-h100","namespace":"train"},"spec":{"metadata":{"labels":{"a":"b"}},"spec":{"devices":{"requests":[)"
+      R"({"name":"gpus","exactly":{"deviceClassName":"gpu.nvidia.com","count":2}},)"
+      R"({"name":"all","exactly":{"deviceClassName":"gpu.nvidia.com","allocationMode":"All"}},)"
+      R"({"name":"nic","exactly":{"deviceClassName":"nic.example.com"}},)"
+      R"({"name":"either","firstAvailable":[{"name":"a","deviceClassName":"gpu.nvidia.com"}]}]}}}}})",
+      t);
+  CHECK(t.ns == "train");
+  CHECK(t.name == "two-h100");
+  REQUIRE(t.requests.size() == 4);
+  CHECK((t.requests[0].count == 2 && !t.requests[0].all));
+  CHECK(t.requests[1].all);
+  CHECK((t.requests[2].device_class == "nic.example.com" && t.requests[2].count == 1));
+  CHECK(t.requests[3].alternatives);
+
+  const ViewSchema schema;
+  PodRequest pod = decoder.decode_pod_object(
+      R"({"metadata":{"name":"w","namespace":"train"},"spec":{"containers":[{"name":"c","resources":{"claims":[{"name":"gpus"}]}}],)"
+      R"("resourceClaims":[{"name":"gpus","resourceClaimTemplateName":"two-h100"},{"name":"shared","resourceClaimName":"pool"}]}})",
+      schema);
+  REQUIRE(pod.claims.size() == 2);
+  CHECK(pod.claims[0].claim_template == "two-h100");
+  CHECK(pod.claims[1].claim == "pool");
+  CHECK_FALSE(pod.wants_gpus());  // its GPUs are in the claims: the cluster view counts them (claimed_gpus_of)
+}
