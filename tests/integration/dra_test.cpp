@@ -224,3 +224,27 @@ TEST_CASE("DRA: a pod asking GPUs through its claim template is judged on the te
   // alone (the H100 node passes, full as it is; the scheduler's own DRA plugin judges the claim).
   CHECK(names_filter(p, by_claim("w?", "missing"))["NodeNames"] == json::array({"dra-0"}));
 }
+
+TEST_CASE("DRA: a pod bound through its claim holds its GPUs before the claim's allocation shows, and once") {
+  FakeApiServer api;
+  api.put_node(test_support::make_node("dra-0", "", 0));
+  api.put_node(test_support::make_node("plain-0", "", 0));
+  api.put_resource_slice(h100_slice("dra-0", 8));
+  api.put_resource_claim_template(json::parse(
+      R"({"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaimTemplate","metadata":{"name":"four","namespace":"burst"},)"
+      R"("spec":{"spec":{"devices":{"requests":[{"name":"gpus","exactly":{"deviceClassName":"gpu.nvidia.com","count":4}}]}}}})"));
+  ExtenderProcess p(api.extender_args());
+  REQUIRE(test_support::becomes_ready(p));
+  auto fits = [&](int gpus) { return names_filter(p, h100_pod("probe", gpus))["NodeNames"] == json::array({"dra-0"}); };
+  REQUIRE(test_support::eventually([&] { return fits(8); }));
+  // The pod shows bound, its claim's allocation not yet (the two come on different watches).
+  json worker = test_support::make_pod("burst", "worker", "uid-worker", "dra-0", 0);
+  worker["spec"]["resourceClaims"] = {{{"name", "gpus"}, {"resourceClaimTemplateName", "four"}}};
+  api.put_pod(worker);
+  CHECK(test_support::eventually([&] { return fits(4) && !fits(5); }));
+  // The claim made from the template shows, allocated and reserved for it: still four, not eight.
+  api.put_resource_claim(allocated_claim("worker-gpus-x1", {"gpu-0", "gpu-1", "gpu-2", "gpu-3"}, "uid-worker"));
+  REQUIRE(test_support::eventually(
+      [&] { return test_support::value_of(test_support::scrape(p.port()), "gpu_extender_dra_held_gpus") == 4; }));
+  CHECK((fits(4) && !fits(5)));
+}
