@@ -8,7 +8,7 @@ import time
 import urllib.request
 
 import kube
-from objects import GPU, ensure_namespace, gpu_node, make_node, node_of, pod, wait_pod_bound
+from objects import GPU, bound, ensure_namespace, gpu_node, make_node, node_of, pod, wait_bound, wait_pod_bound
 
 DRIVER = "gpu.nvidia.com"
 H100 = ("NVIDIA H100 80GB HBM3", "Hopper", "80Gi")
@@ -209,12 +209,16 @@ def dra_claim_pods(env):
     env.api.create(claim_pod(ns, "w-0", template_name="two-h100"))
     got = node_of(wait_pod_bound(env.api, ns, "w-0"))
     assert got == trainer_node, f"w-0 (2 H100 by template) went to {got}, not the fuller {trainer_node}"
-    # A burst of three more: the trainer's node is full, the other holds all three (6 of its 8).
-    for i in range(1, 4):
-        env.api.create(claim_pod(ns, f"w-{i}", template_name="two-h100"))
-    for i in range(1, 4):
-        got = node_of(wait_pod_bound(env.api, ns, f"w-{i}"))
-        assert got.startswith("dra-h100") and got != trainer_node, f"w-{i} went to {got}"
+    # A burst: a Job of three workers, each 2 H100s by the template (the README's example). The trainer's
+    # node is full, the other holds all three (6 of its 8).
+    worker = claim_pod(ns, "worker", template_name="two-h100")
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "namespace": ns},
+           "spec": {"completions": 3, "parallelism": 3,
+                    "template": {"spec": {**worker["spec"], "restartPolicy": "Never"}}}}
+    env.api.create(job)
+    for p in bound(wait_bound(env.api, ns, 3, selector="job-name=train")):
+        assert node_of(p).startswith("dra-h100") and node_of(p) != trainer_node, \
+            f"{p['metadata']['name']} went to {node_of(p)}"
     held["after a burst"] = agree(env, extender, nodes, "after a burst")
     binds = extender.metric("gpu_extender_binds_total", result="bound")
     assert binds >= 5, f"the extender bound {binds} of the 5 claim pods: they did not come through it"
