@@ -248,3 +248,38 @@ TEST_CASE("DRA: a pod bound through its claim holds its GPUs before the claim's 
       [&] { return test_support::value_of(test_support::scrape(p.port()), "gpu_extender_dra_held_gpus") == 4; }));
   CHECK((fits(4) && !fits(5)));
 }
+
+TEST_CASE("DRA: on labelled nodes, GPUs held by claims make a node fuller for /prioritize, and full for /filter") {
+  FakeApiServer api;
+  api.put_node(test_support::make_node("lab-0", "A100", 8));  // GPU labels and allocatable, as today
+  api.put_node(test_support::make_node("lab-1", "A100", 8));
+  // DRA claims hold GPUs of lab-0 (a DRA driver beside the device plugin); no slices are needed to count them.
+  json claim = allocated_claim("four", {"gpu-0", "gpu-1", "gpu-2", "gpu-3"}, "uid-x");
+  for (auto& r : claim["status"]["allocation"]["devices"]["results"]) r["pool"] = "lab-0";
+  claim["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"] = {"lab-0"};
+  api.put_resource_claim(claim);
+  ExtenderProcess p(api.extender_args());
+  REQUIRE(test_support::becomes_ready(p));
+  const json pod = test_support::pending_pod("two", 2, 0);
+  const json body = {{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", {"lab-0", "lab-1"}}};
+  auto score_of = [](const json& scores, const std::string& node) {
+    for (const auto& s : scores)
+      if (s["Host"] == node) return s["Score"].get<int>();
+    return -1;
+  };
+  // Packing: the node whose GPUs claims half hold ranks above the idle one.
+  REQUIRE(test_support::eventually([&] {
+    auto res = test_support::post(p, "/prioritize", body.dump());
+    const json scores = json::parse(res->body);
+    return score_of(scores, "lab-0") > score_of(scores, "lab-1");
+  }));
+  // Claims hold the other four too: lab-0 is full.
+  json rest = allocated_claim("rest", {"gpu-4", "gpu-5", "gpu-6", "gpu-7"}, "uid-y");
+  for (auto& r : rest["status"]["allocation"]["devices"]["results"]) r["pool"] = "lab-0";
+  rest["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"] = {"lab-0"};
+  api.put_resource_claim(rest);
+  CHECK(test_support::eventually([&] {
+    auto res = test_support::post(p, "/filter", body.dump());
+    return json::parse(res->body)["NodeNames"] == json::array({"lab-1"});
+  }));
+}
