@@ -6,6 +6,8 @@
 // default, which every other test runs with.
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include "../unit/test_support.h"
 #include "extender_process.h"
 #include "fake_api_server.h"
@@ -282,4 +284,39 @@ TEST_CASE("DRA: on labelled nodes, GPUs held by claims make a node fuller for /p
     auto res = test_support::post(p, "/filter", body.dump());
     return json::parse(res->body)["NodeNames"] == json::array({"lab-1"});
   }));
+}
+
+TEST_CASE("DRA: in a mixed cluster a group is planned only on the nodes its members can use, of either kind") {
+  FakeApiServer api;
+  for (const char* n : {"dra-0", "dra-1"}) {
+    api.put_node(test_support::make_node(n, "", 0));
+    api.put_resource_slice(h100_slice(n, 8));  // H100s by DRA
+  }
+  for (const char* n : {"lab-0", "lab-1"}) api.put_node(test_support::make_node(n, "A100", 8));  // by device plugin
+  ExtenderProcess p(api.extender_args());
+  REQUIRE(test_support::becomes_ready(p));
+  auto first_member = [](const std::string& group, const std::string& model) {
+    json pod = test_support::pending_pod(group + "-0", 8, 0);
+    auto& a = pod["metadata"]["annotations"];
+    a["gpu.nvidia.com/model"] = model;
+    a["gpu.nvidia.com/group"] = group;
+    a["gpu.nvidia.com/group-size"] = "2";
+    return json{{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", {"dra-0", "lab-0", "dra-1", "lab-1"}}};
+  };
+  auto passed = [&](const json& body) {
+    auto res = test_support::post(p, "/filter", body.dump());
+    REQUIRE(res);
+    const json answer = json::parse(res->body);  // kept: a range over a temporary's member would dangle
+    std::set<std::string> out;
+    for (const auto& n : answer["NodeNames"]) out.insert(n.get<std::string>());
+    return out;
+  };
+  REQUIRE(test_support::eventually([&] { return names_filter(p, h100_pod("probe", 8))["NodeNames"] == json::array({"dra-0"}); }));
+  const std::set<std::string> h100 = passed(first_member("h100-job", "H100"));
+  CHECK(h100 == std::set<std::string>{"dra-0", "dra-1"});  // one member a node: the group's two H100 nodes
+  const std::set<std::string> a100 = passed(first_member("a100-job", "A100"));
+  CHECK(a100 == std::set<std::string>{"lab-0", "lab-1"});
+  // The H100 group holds both DRA nodes for its members: a second H100 group finds no room, though the
+  // A100 nodes are free (its members cannot use them).
+  CHECK(passed(first_member("h100-late", "H100")).empty());
 }
