@@ -44,6 +44,15 @@ void ClusterView::replace_slices(std::vector<DraSlice> slices) {
   for (DraSlice& slice : slices) upsert_slice(std::move(slice));
 }
 
+namespace {
+// What a claim or template asks, kept only while it asks GPUs.
+template <typename Map>
+void set_requested(Map& requests, std::string key, int64_t gpus) {
+  if (gpus > 0) requests.insert_or_assign(std::move(key), gpus);
+  else if (auto at = requests.find(key); at != requests.end()) requests.erase(at);
+}
+}  // namespace
+
 ResourceAmounts ClusterView::claimed_amounts(const NodeEntry& entry) {
   ResourceAmounts out;
   if (!entry.held_gpus.empty()) out.set(ViewSchema::kGpuResource, static_cast<int64_t>(entry.held_gpus.size()) * 1000);
@@ -113,8 +122,7 @@ void ClusterView::add_claim(DraClaim claim) {
 void ClusterView::upsert_claim(DraClaim claim) {
   std::unique_lock lock(mutex_);
   remove_claim(claim.key);
-  if (claim.requested_gpus > 0) claim_requests_.insert_or_assign(claim.key, claim.requested_gpus);
-  else if (auto at = claim_requests_.find(claim.key); at != claim_requests_.end()) claim_requests_.erase(at);
+  set_requested(claim_requests_, claim.key, claim.requested_gpus);
   add_claim(std::move(claim));
   reindex_if_names_changed();
 }
@@ -122,7 +130,7 @@ void ClusterView::upsert_claim(DraClaim claim) {
 void ClusterView::delete_claim(std::string_view key) {
   std::unique_lock lock(mutex_);
   remove_claim(key);
-  if (auto at = claim_requests_.find(key); at != claim_requests_.end()) claim_requests_.erase(at);
+  set_requested(claim_requests_, std::string(key), 0);
   reindex_if_names_changed();
 }
 
@@ -131,7 +139,7 @@ void ClusterView::replace_claims(std::vector<DraClaim> claims) {
   while (!claims_.empty()) remove_claim(std::string(claims_.begin()->first));
   claim_requests_.clear();
   for (DraClaim& claim : claims) {
-    if (claim.requested_gpus > 0) claim_requests_.insert_or_assign(claim.key, claim.requested_gpus);
+    set_requested(claim_requests_, claim.key, claim.requested_gpus);
     add_claim(std::move(claim));
   }
   reindex_if_names_changed();
@@ -139,22 +147,18 @@ void ClusterView::replace_claims(std::vector<DraClaim> claims) {
 
 void ClusterView::upsert_claim_template(DraClaim claim_template) {
   std::unique_lock lock(mutex_);
-  if (claim_template.requested_gpus > 0)
-    template_requests_.insert_or_assign(std::move(claim_template.key), claim_template.requested_gpus);
-  else if (auto at = template_requests_.find(claim_template.key); at != template_requests_.end())
-    template_requests_.erase(at);
+  set_requested(template_requests_, std::move(claim_template.key), claim_template.requested_gpus);
 }
 
 void ClusterView::delete_claim_template(std::string_view key) {
   std::unique_lock lock(mutex_);
-  if (auto at = template_requests_.find(key); at != template_requests_.end()) template_requests_.erase(at);
+  set_requested(template_requests_, std::string(key), 0);
 }
 
 void ClusterView::replace_claim_templates(std::vector<DraClaim> templates) {
   std::unique_lock lock(mutex_);
   template_requests_.clear();
-  for (DraClaim& t : templates)
-    if (t.requested_gpus > 0) template_requests_.insert_or_assign(std::move(t.key), t.requested_gpus);
+  for (DraClaim& t : templates) set_requested(template_requests_, std::move(t.key), t.requested_gpus);
 }
 
 int64_t ClusterView::claimed_gpus_of(const PodRequest& pod) const {

@@ -112,13 +112,6 @@ void Reflector::run() {
   }
 }
 
-ResourceAmounts Reflector::requests_with_claims(const PodRequest& pod) const {
-  ResourceAmounts requests = pod.requests;
-  if (!pod.claims.empty() && !pod.node_name.empty())
-    if (const int64_t gpus = view_->claimed_gpus_of(pod); gpus > 0) requests.add(ViewSchema::kGpuResource, gpus * 1000);
-  return requests;
-}
-
 void Reflector::not_understood(std::string_view what, std::string_view why) {
   const uint64_t count = ++counters_.not_understood;
   const auto now = std::chrono::steady_clock::now();
@@ -167,8 +160,9 @@ bool Reflector::decode_page(const std::string& body, ListMeta& meta, Listed& lis
         meta = decoder_.decode_pod_list(body, schema_, [&](const PodRequest& pod) {
           check_understood(pod);
           if (pod.node_name.empty() || pod.terminated() || pod.uid.empty()) return;
-          listed.pods.push_back({std::string(pod.uid), std::string(pod.node_name), requests_with_claims(pod),
+          listed.pods.push_back({std::string(pod.uid), std::string(pod.node_name), pod.requests,
                                  view_->cost_details_of(pod), PendingPod::member_of(pod)});
+          view_->add_claimed_gpus(pod, listed.pods.back().requests);
         });
         break;
       case Kind::kNodes:
@@ -280,7 +274,9 @@ bool Reflector::apply_event(std::string_view line, WatchEnd& end) {
       header = decoder_.decode_pod_event(line, schema_, pod);
       if (header.type == "ADDED" || header.type == "MODIFIED") {
         check_understood(pod);
-        pod.requests = requests_with_claims(pod);
+        // A bound pod asking through claims holds their GPUs before their allocation may show (another
+        // watch); the view stops counting them once a claim reserved for it holds the devices.
+        if (!pod.node_name.empty()) view_->add_claimed_gpus(pod, pod.requests);
         view_->upsert_pod(pod);
         ledger_->observe_pod(pod);
       } else if (header.type == "DELETED") {

@@ -74,10 +74,6 @@ class Reflector {
   void check_understood(const NodeView& node);
   void check_understood(const ResourceSliceView& slice);
   void check_understood(const ResourceClaimView& claim);
-  // A bound pod asking GPUs through claims holds them from the moment the watch shows it bound, before
-  // the claims' allocation may show (another watch): its requests with what its claims ask, which the
-  // view stops counting once a claim reserved for it holds the devices (ClusterView::upsert_claim).
-  ResourceAmounts requests_with_claims(const PodRequest& pod) const;
   void not_understood(std::string_view what, std::string_view why);
   std::chrono::steady_clock::time_point last_not_understood_log_{};
   void sleep_for(std::chrono::milliseconds duration);

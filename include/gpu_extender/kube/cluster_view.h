@@ -70,6 +70,13 @@ class ClusterView final : public UsageSource, public NodeSource {
   // The GPUs a pod asks through its claims (PodRequest::claims): each claim's requested GPUs, from the
   // claim, else from its template; claims and templates the view does not know ask none.
   int64_t claimed_gpus_of(const PodRequest& pod) const;
+  // Adds claimed_gpus_of(pod) to `requests`' GPU resource: a pod asking through claims is judged, and
+  // once bound counted until a claim reserved for it shows, as asking that many. Nothing for a pod
+  // without claims (no lock taken).
+  void add_claimed_gpus(const PodRequest& pod, ResourceAmounts& requests) const {
+    if (pod.claims.empty()) return;
+    if (const int64_t gpus = claimed_gpus_of(pod); gpus > 0) requests.add(ViewSchema::kGpuResource, gpus * 1000);
+  }
   void mark_nodes_synced();
   void mark_pods_synced();
 

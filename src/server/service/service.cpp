@@ -111,9 +111,7 @@ const ExtenderArgs& decode_args(const VerbContext& ctx, Workspace& ws, VerbSumma
   ExtenderArgs& args = ws.decoder.decode_extender_args(ws.body, ws.policy->schema());
   // A pod asking GPUs through DRA claims is judged as one asking that many of the GPU resource: every
   // rule, packing, groups, and what /bind counts in flight until its claim's allocation shows.
-  if (!args.pod.claims.empty() && ctx.parts.cluster)
-    if (const int64_t gpus = ctx.parts.cluster->claimed_gpus_of(args.pod); gpus > 0)
-      args.pod.requests.add(ViewSchema::kGpuResource, gpus * 1000);
+  if (ctx.parts.cluster) ctx.parts.cluster->add_claimed_gpus(args.pod, args.pod.requests);
   summary.pod = pod_label(args.pod);
   summary.nodes_in = args.node_names.size();
   if (scheduling) {
