@@ -62,7 +62,7 @@ DraClaim DraClaim::of(const ResourceClaimView& claim, const ViewSchema& schema) 
   for (const DraRequestView& r : claim.requests) {
     const bool gpus = std::find(schema.dra_gpu_classes.begin(), schema.dra_gpu_classes.end(), r.device_class) !=
                       schema.dra_gpu_classes.end();
-    if (gpus && !r.all && !r.alternatives) out.requested_gpus += r.count;
+    if (gpus && !r.all && !r.alternatives && !r.share) out.requested_gpus += r.count;
   }
   return out;
 }

@@ -20,9 +20,18 @@ KubeConnection::KubeConnection(ApiEndpoint endpoint, const ViewSchema& schema, K
   kube::ReflectorOptions reflector_options;
   reflector_options.watch_timeout = options.watch_timeout;
   reflector_options.idle_timeout = std::chrono::milliseconds(options.watch_timeout) + std::chrono::seconds(60);
-  for (auto kind : {kube::Reflector::Kind::kNodes, kube::Reflector::Kind::kPods, kube::Reflector::Kind::kResourceSlices,
-                    kube::Reflector::Kind::kResourceClaims, kube::Reflector::Kind::kResourceClaimTemplates})
+  auto add = [&](kube::Reflector::Kind kind) {
     reflectors_.push_back(std::make_unique<kube::Reflector>(kind, api_, view_, ledger_, schema, reflector_options));
+    return reflectors_.back().get();
+  };
+  add(kube::Reflector::Kind::kNodes);
+  kube::Reflector* pods = add(kube::Reflector::Kind::kPods);
+  add(kube::Reflector::Kind::kResourceSlices);
+  // Pods are listed after claims and templates (a bound pod counts what its claims ask), but never held
+  // back long by them: a slow DRA list costs the pods' view at most this.
+  constexpr std::chrono::seconds kClaimsFirst{10};
+  pods->list_after(add(kube::Reflector::Kind::kResourceClaims), kClaimsFirst);
+  pods->list_after(add(kube::Reflector::Kind::kResourceClaimTemplates), kClaimsFirst);
   view_->set_watch_hurry([api = api_] { return api->hurry_watches(); });
 }
 

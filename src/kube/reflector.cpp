@@ -75,15 +75,30 @@ void Reflector::sleep_for(std::chrono::milliseconds duration) {
   sleep_cv_.wait_for(lock, duration, [this] { return stopping_.load(); });
 }
 
+void Reflector::list_after(const Reflector* earlier, std::chrono::milliseconds limit) {
+  list_after_.emplace_back(earlier, limit);
+}
+
+void Reflector::wait_first_list(std::chrono::milliseconds limit) const {
+  std::unique_lock<std::mutex> lock(sleep_mutex_);
+  sleep_cv_.wait_for(lock, limit, [this] { return first_list_tried_ || stopping_.load(); });
+}
+
 void Reflector::run() {
   std::mt19937 jitter(std::random_device{}());
   auto backoff = options_.min_backoff;
   bool need_list = true;
+  for (const auto& [earlier, limit] : list_after_) earlier->wait_first_list(limit);
   while (!stopping_) {
     bool ok = true;
     if (need_list) {
       ok = list();
       need_list = !ok;
+      std::lock_guard<std::mutex> lock(sleep_mutex_);
+      if (!first_list_tried_) {
+        first_list_tried_ = true;
+        sleep_cv_.notify_all();
+      }
     }
     if (!ok && not_served_) {  // no DRA on this server: nothing to watch, and no failure
       sleep_for(kNotServedRetry);

@@ -12,6 +12,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "api_client.h"
 #include "gpu_extender/kube/cluster_view.h"
@@ -43,6 +45,12 @@ class Reflector {
 
   void run();
   void stop();
+  // This reflector's first list waits (at most `limit`) until `earlier` has tried its own first list: the
+  // pods' list reads what claims and claim templates ask (ClusterView::add_claimed_gpus), so at start it
+  // comes after theirs. Set before run().
+  void list_after(const Reflector* earlier, std::chrono::milliseconds limit);
+  // Blocks until this reflector's first list was tried (listed, refused, or not served), at most `limit`.
+  void wait_first_list(std::chrono::milliseconds limit) const;
 
   struct Counters {
     std::atomic<uint64_t> lists{0}, watches{0}, events{0}, relists_after_gone{0}, failures{0}, not_understood{0};
@@ -89,8 +97,10 @@ class Reflector {
   WireDecoder decoder_;
 
   std::atomic<bool> stopping_{false};
-  std::mutex sleep_mutex_;
-  std::condition_variable sleep_cv_;
+  mutable std::mutex sleep_mutex_;
+  mutable std::condition_variable sleep_cv_;  // stop(), and the first list tried
+  bool first_list_tried_ = false;              // under sleep_mutex_
+  std::vector<std::pair<const Reflector*, std::chrono::milliseconds>> list_after_;
 };
 
 }  // namespace gpu_extender::kube

@@ -145,7 +145,8 @@ void decode_allocation(od::value allocation, ResourceClaimView& out) {
   });
 }
 
-// spec.devices.requests[]: per request, exactly's class, mode and count; firstAvailable is only noted.
+// spec.devices.requests[]: per request, exactly's class, mode, count and whether it asks a share of a
+// device's capacity; firstAvailable is only noted.
 void decode_request(od::value request, const std::string& at, ResourceClaimView& out) {
   DraRequestView r;
   for_each_field(request, at, [&](std::string_view key, auto value) {
@@ -164,6 +165,20 @@ void decode_request(od::value request, const std::string& at, ResourceClaimView&
           if (take(v, base + ".count", "a whole number").get_int64().get(count) != simdjson::SUCCESS || count < 0)
             throw DecodeError(base + ".count", "expected a whole number, at least 0");
           r.count = count;
+        } else if (k == "capacity") {
+          const std::string capacity = base + ".capacity";
+          od::value value_of_capacity = take(v, capacity, "an object");
+          if (take_null(value_of_capacity, capacity)) return;
+          for_each_field(value_of_capacity, capacity, [&](std::string_view ck, auto cv) {
+            if (ck != "requests") return validate_value(take(cv, ck, "a value"), ck);
+            const std::string requests = capacity + ".requests";
+            od::value asked = take(cv, requests, "an object");
+            if (take_null(asked, requests)) return;
+            for_each_field(asked, requests, [&](std::string_view name, auto quantity) {
+              take_string(quantity, requests + "." + std::string(name));  // a quantity, such as "20Gi"
+              r.share = true;
+            });
+          });
         } else {
           validate_value(take(v, k, "a value"), k);
         }

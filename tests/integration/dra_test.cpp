@@ -251,6 +251,26 @@ TEST_CASE("DRA: a pod bound through its claim holds its GPUs before the claim's 
   CHECK((fits(4) && !fits(5)));
 }
 
+TEST_CASE("DRA: at start, a bound pod counts its claim template's GPUs though templates are listed slowly") {
+  FakeApiServer api;
+  api.put_node(test_support::make_node("dra-0", "", 0));
+  api.put_resource_slice(h100_slice("dra-0", 8));
+  api.put_resource_claim_template(json::parse(
+      R"({"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaimTemplate","metadata":{"name":"six","namespace":"burst"},)"
+      R"("spec":{"spec":{"devices":{"requests":[{"name":"gpus","exactly":{"deviceClassName":"gpu.nvidia.com","count":6}}]}}}})"));
+  // Bound before the extender starts; its claim's allocation has not shown yet.
+  json worker = test_support::make_pod("burst", "worker", "uid-worker", "dra-0", 0);
+  worker["spec"]["resourceClaims"] = {{{"name", "gpus"}, {"resourceClaimTemplateName", "six"}}};
+  api.put_pod(worker);
+  api.delay_lists(std::chrono::milliseconds(700), "resourceclaimtemplates");
+  ExtenderProcess p(api.extender_args());
+  REQUIRE(test_support::becomes_ready(p));
+  auto fits = [&](int gpus) { return names_filter(p, h100_pod("probe", gpus))["NodeNames"] == json::array({"dra-0"}); };
+  REQUIRE(test_support::eventually([&] { return fits(2); }));
+  CHECK_FALSE(fits(3));  // the pods were listed after the template, so the worker holds 6
+  CHECK(api.list_requests("pods") == 1);
+}
+
 TEST_CASE("DRA: on labelled nodes, GPUs held by claims make a node fuller for /prioritize, and full for /filter") {
   FakeApiServer api;
   api.put_node(test_support::make_node("lab-0", "A100", 8));  // GPU labels and allocatable, as today

@@ -161,7 +161,7 @@ void FakeApiServer::list(const std::string& resource, const httplib::Request& re
     std::unique_lock<std::mutex> lock(mutex_);
     ++lists_[resource];
     changed_.wait(lock, [this] { return !hold_lists_ || stopping_; });  // hold_lists(): answered on release
-    delay = list_delay_;
+    delay = list_delay_resource_.empty() || list_delay_resource_ == resource ? list_delay_ : std::chrono::milliseconds(0);
     if (req.has_param("continue")) {
       const std::string token = req.get_param_value("continue");
       auto it = snapshots_.find(token.substr(0, token.find('/')));

@@ -347,9 +347,10 @@ void FakeApiServer::split_watch_lines(bool split) {
   std::lock_guard<std::mutex> lock(mutex_);
   split_watch_lines_ = split;
 }
-void FakeApiServer::delay_lists(std::chrono::milliseconds delay) {
+void FakeApiServer::delay_lists(std::chrono::milliseconds delay, const std::string& resource) {
   std::lock_guard<std::mutex> lock(mutex_);
   list_delay_ = delay;
+  list_delay_resource_ = resource;
 }
 std::vector<FakeApiServer::Binding> FakeApiServer::bindings() const {
   std::lock_guard<std::mutex> lock(mutex_);

@@ -87,7 +87,8 @@ class FakeApiServer {
   void send_bookmarks();
   int bookmarks_sent() const;       // BOOKMARK events written to watch streams so far
   uint64_t resource_version() const;  // of the last change
-  void delay_lists(std::chrono::milliseconds delay);
+  // Each list answered this late; only lists of `resource` ("pods", "resourceclaimtemplates") when named.
+  void delay_lists(std::chrono::milliseconds delay, const std::string& resource = "");
   // Lists are counted, then not answered until released (hold_lists(false)).
   void hold_lists(bool hold);
   // Every watch write is sent in two parts a moment apart, the first ending mid-line.
@@ -187,6 +188,7 @@ class FakeApiServer {
   uint64_t drop_generation_ = 0, error_generation_ = 0, bookmark_generation_ = 0;
   int error_code_ = 410;
   std::chrono::milliseconds list_delay_{0};
+  std::string list_delay_resource_;  // empty: every list
   int fail_reads_ = 0;
   bool split_watch_lines_ = false;
   bool hold_lists_ = false;

@@ -24,6 +24,9 @@ struct DraRequestView {
   int64_t count = 1;         // ExactCount's count (1 when not given)
   bool all = false;          // allocationMode All: every matching device of a node
   bool alternatives = false; // firstAvailable: one of several subrequests, not read
+  // exactly.capacity.requests given: a share of a device's capacity (consumable capacity, KEP-5075), which a
+  // device other claims already share may still serve; the allocator weighs it, the extender does not.
+  bool share = false;
 };
 
 struct ResourceClaimView {

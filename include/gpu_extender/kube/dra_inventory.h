@@ -54,7 +54,8 @@ struct DraClaim {
   std::vector<Device> devices;
   std::vector<std::string> pods;  // uids
   // GPUs its spec asks for: the counts of its requests of a GPU device class (ViewSchema::dra_gpu_classes).
-  // A request of every matching device (All) or of alternatives (firstAvailable) is not counted.
+  // A request of every matching device (All), of alternatives (firstAvailable) or of a share of a device's
+  // capacity (KEP-5075: a device others share may serve it, which only the allocator can weigh) is not counted.
   int64_t requested_gpus = 0;
   // A claim, or a template (no allocation, no pods: its requests only).
   static DraClaim of(const ResourceClaimView& claim, const ViewSchema& schema);

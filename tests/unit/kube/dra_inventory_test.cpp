@@ -160,11 +160,12 @@ TEST_CASE("DRA claims: the GPUs a pod asks through its claims, by claim or by te
   v.replace_claims({});
   CHECK(v.claimed_gpus_of(pod) == 0);
 
-  // What DraClaim::of counts: requests of a GPU class, not All or alternatives.
+  // What DraClaim::of counts: requests of a GPU class, not All, alternatives or a share of a device.
   ResourceClaimView view;
   view.ns = "train";
   view.name = "t";
-  view.requests = {{"gpu.nvidia.com", 2, false, false}, {"gpu.nvidia.com", 1, true, false},
-                   {"nic.example.com", 1, false, false}, {"gpu.nvidia.com", 1, false, true}};
+  view.requests = {{"gpu.nvidia.com", 2, false, false, false}, {"gpu.nvidia.com", 1, true, false, false},
+                   {"nic.example.com", 1, false, false, false}, {"gpu.nvidia.com", 1, false, true, false},
+                   {"gpu.nvidia.com", 1, false, false, true}};
   CHECK(DraClaim::of(view, ViewSchema{}).requested_gpus == 2);
 }

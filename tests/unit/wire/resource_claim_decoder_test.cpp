@@ -20,7 +20,7 @@ std::string claim_json(const std::string& node) {
          R"J("selectors":[{"cel":{"expression":"device.attributes[\"gpu.nvidia.com\"].productName.startsWith(\"NVIDIA H100\")"}}]}}]}},)J"
          R"("status":{"allocation":{"devices":{"results":[{"request":"gpus","driver":"gpu.nvidia.com","pool":")" + node +
          R"(","device":"gpu-0"},{"request":"gpus","driver":"gpu.nvidia.com","pool":")" + node +
-         R"(","device":"gpu-1","shareID":"7f3a"}],"config":[]},"nodeSelector":{"nodeSelectorTerms":[{"matchFields":)"
+         R"(","device":"gpu-1","shareID":"7f3a","consumedCapacity":{"memory":"20Gi"}}],"config":[]},"nodeSelector":{"nodeSelectorTerms":[{"matchFields":)"
          R"([{"key":"metadata.name","operator":"In","values":[")" + node + R"("]}]}]},"allocationTimestamp":"2026-12-04T10:00:00Z"},)"
          R"("reservedFor":[{"resource":"pods","name":"worker-0","uid":"p-0"}]}})";
 }
@@ -116,15 +116,26 @@ TEST_CASE("resource claims: a claim's and a template's device requests, and a po
       R"({"name":"gpus","exactly":{"deviceClassName":"gpu.nvidia.com","count":2}},)"
       R"({"name":"all","exactly":{"deviceClassName":"gpu.nvidia.com","allocationMode":"All"}},)"
       R"({"name":"nic","exactly":{"deviceClassName":"nic.example.com"}},)"
-      R"({"name":"either","firstAvailable":[{"name":"a","deviceClassName":"gpu.nvidia.com"}]}]}}}}})",
+      R"({"name":"either","firstAvailable":[{"name":"a","deviceClassName":"gpu.nvidia.com"}]},)"
+      R"({"name":"slice","exactly":{"deviceClassName":"gpu.nvidia.com","capacity":{"requests":{"memory":"20Gi"}}}}]}}}}})",
       t);
   CHECK(t.ns == "train");
   CHECK(t.name == "two-h100");
-  REQUIRE(t.requests.size() == 4);
+  REQUIRE(t.requests.size() == 5);
   CHECK((t.requests[0].count == 2 && !t.requests[0].all));
   CHECK(t.requests[1].all);
   CHECK((t.requests[2].device_class == "nic.example.com" && t.requests[2].count == 1));
   CHECK(t.requests[3].alternatives);
+  CHECK((t.requests[4].share && !t.requests[0].share));  // a share of a device's capacity (KEP-5075)
+  try {
+    decoder.decode_resource_claim_template_event(
+        R"({"type":"ADDED","object":{"metadata":{"name":"bad","namespace":"train"},"spec":{"spec":{"devices":{"requests":[)"
+        R"({"name":"slice","exactly":{"deviceClassName":"gpu.nvidia.com","capacity":{"requests":{"memory":20}}}}]}}}}})",
+        t);
+    FAIL("a capacity request that is no quantity was read");
+  } catch (const DecodeError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("spec.spec.devices.requests[0].exactly.capacity.requests.memory"));
+  }
 
   const ViewSchema schema;
   PodRequest pod = decoder.decode_pod_object(
