@@ -27,6 +27,7 @@ std::string cli_usage() {
                                        (from the live cluster with --kubeconfig and --pod NS/NAME)
        gpu-extender simulate [flags]   place pods one after another on a cluster from files
        gpu-extender costs [flags]      the pod deletion cost each placed pod should have, and why
+       gpu-extender probe URL          GET an http URL, exit 0 on 2xx (helm test; the image has no curl)
        gpu-extender COMMAND --help     a command's own flags
 
 A GPU-aware kube-scheduler extender: POST /filter, /prioritize, /bind, /preempt.

@@ -18,7 +18,7 @@ using namespace gpu_extender;
 
 namespace {
 
-// explain, simulate, costs: a tool's exit code, or -1 when argv names none.
+// explain, simulate, costs, probe: a tool's exit code, or -1 when argv names none.
 int run_tool(int argc, char** argv) {
   if (argc < 2) return -1;
   const std::string name = argv[1];
@@ -26,6 +26,7 @@ int run_tool(int argc, char** argv) {
   if (name == "explain") return run_explain(args, std::cout, std::cerr);
   if (name == "simulate") return run_simulate(args, std::cout, std::cerr);
   if (name == "costs") return run_costs(args, std::cout, std::cerr);
+  if (name == "probe") return run_probe(args, std::cout, std::cerr);
   return -1;
 }
 
