@@ -19,6 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import deployment  # noqa: E402
+import helm_scenarios  # noqa: E402
 import objects  # noqa: E402
 import plane  # noqa: E402
 import scenarios  # noqa: E402
@@ -29,8 +30,9 @@ REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 class Env:
     """What a scenario works with: the API, the release's minor version, and deploy/reset."""
 
-    def __init__(self, control_plane, extender_binary):
+    def __init__(self, control_plane, extender_binary, helm=None):
         self.plane = control_plane
+        self.helm = helm  # the real helm binary (tests/e2e/helm/build.sh), for the chart's scenario
         self.api = control_plane.kube
         self.extender_binary = extender_binary
         self.minor = int(control_plane.version().split(".")[1])
@@ -89,16 +91,20 @@ def main():
     parser.add_argument("--extender", default=os.path.join(REPO, "build", "gpu-extender"))
     parser.add_argument("--work", default=None, help="where logs go (default: a new folder under /tmp)")
     parser.add_argument("--only", default="", help="comma-separated scenario names")
+    parser.add_argument("--helm", default=os.environ.get("HELM", ""), help="the helm binary (helm/build.sh)")
     args = parser.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="gpu-extender-e2e.")
-    chosen = [s for s in scenarios.SCENARIOS if not args.only or s.__name__ in args.only.split(",")]
+    every = [*scenarios.SCENARIOS, *helm_scenarios.SCENARIOS]
+    chosen = [s for s in every if not args.only or s.__name__ in args.only.split(",")]
+    if any(s in helm_scenarios.SCENARIOS for s in chosen) and not os.access(args.helm, os.X_OK):
+        parser.error("the chart's scenario needs --helm (or $HELM): tests/e2e/helm/build.sh builds it")
 
     started = time.monotonic()
     control_plane = plane.ControlPlane(args.bin, work)
     failures, skipped = [], []
     placed = 0
     try:
-        env = Env(control_plane, os.path.abspath(args.extender))
+        env = Env(control_plane, os.path.abspath(args.extender), args.helm)
         version = control_plane.version()
         print(f"e2e {version}: control plane up in {time.monotonic() - started:.1f}s (work folder {work})", flush=True)
         for scenario in chosen:
