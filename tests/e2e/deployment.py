@@ -1,9 +1,10 @@
-"""gpu-extender deployed on the real control plane as the manifests deploy it, minus the pods: the shipped
-namespace, service accounts and RBAC are created from the repository's files; the extender and the second
-scheduler run as their service accounts (tokens from the TokenRequest API), so a missing permission in the
-manifests fails here as it would on a cluster. The scheduler reads the shipped KubeSchedulerConfiguration (the
-very file the manifests' ConfigMap is generated from), changed only where a loopback run must differ: the
-extender's address and the scheduler's kubeconfig."""
+"""gpu-extender deployed on the real control plane as the chart deploys it, minus the pods: the namespace,
+service accounts and RBAC are created from the manifests rendered from the chart (manifests/gpu-extender.yaml,
+or manifests/examples/NAME.yaml for a documented combination of values); the extender and the second scheduler
+run as their service accounts (tokens from the TokenRequest API), so a missing permission in the chart fails
+here as it would on a cluster. The extender takes the rendered Deployment's args and the scheduler the rendered
+ConfigMap's KubeSchedulerConfiguration, changed only where a loopback run must differ: addresses, ports and
+the scheduler's kubeconfig. (helm_scenarios.py installs the chart itself with real Helm.)"""
 import copy
 import os
 import urllib.request
@@ -15,14 +16,15 @@ import plane
 
 NAMESPACE = "gpu-extender"
 SCHEDULER_NAME = "gpu-scheduler"
-BASE_RBAC = ["manifests/namespace.yaml", "manifests/extender/serviceaccount.yaml", "manifests/extender/rbac.yaml",
-             "manifests/scheduler/serviceaccount.yaml", "manifests/scheduler/rbac.yaml"]
-SCHEDULER_CONFIGS = {
-    "names": "extender-config/scheduler-config-node-cache.yaml",
-    "full": "extender-config/scheduler-config-full-nodes.yaml",
-    "gpu-share": "overlays/gpu-share/scheduler-config-gpu-share.yaml",
-    "dra-claims": "overlays/dra-claims/scheduler-config-dra-claims.yaml",
+# The rendered file of each way the suite deploys (scripts/render-manifests.sh writes them from the chart).
+RENDERED = {
+    "names": "manifests/gpu-extender.yaml",
+    "full": "manifests/examples/full-mode-groups.yaml",
+    "gpu-share": "manifests/examples/gpu-share.yaml",
+    "deletion-costs": "manifests/examples/deletion-costs.yaml",
+    "dra-claims": "manifests/examples/dra-claims.yaml",
 }
+RBAC_KINDS = ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
 
 
 def load_documents(repo, relative):
@@ -30,11 +32,24 @@ def load_documents(repo, relative):
         return [d for d in yaml.safe_load_all(f) if d]
 
 
-def install(control_plane, repo, extra_rbac=()):
-    """Creates the shipped namespace, service accounts and RBAC (idempotent); returns the two kubeconfigs."""
-    for relative in [*BASE_RBAC, *extra_rbac]:
-        for doc in load_documents(repo, relative):
-            control_plane.kube.create(doc, ok_exists=True)
+def rendered(repo, mode, kind, name):
+    """One object of the rendered file of `mode`."""
+    [found] = [d for d in load_documents(repo, RENDERED[mode]) if d["kind"] == kind and d["metadata"]["name"] == name]
+    return found
+
+
+def install(control_plane, repo, mode):
+    """Creates the rendered namespace, service accounts and RBAC of `mode`, replacing what an earlier scenario
+    made (a ClusterRole differs between modes: GPU sharing and deletion costs patch pods); returns the two
+    kubeconfigs."""
+    for doc in load_documents(repo, RENDERED[mode]):
+        if doc["kind"] not in RBAC_KINDS:
+            continue
+        answer = control_plane.kube.create(doc, ok_exists=True)
+        if not (answer and answer.get("kind") == "Status" and answer.get("code") == 409) or doc["kind"] == "Namespace":
+            continue
+        path = control_plane.kube.object_path(doc["kind"], doc["metadata"].get("namespace"), doc["metadata"]["name"])
+        control_plane.kube.call("PUT", path, doc)  # as kubectl apply would: this mode's rules
     configs = {}
     for account in ("gpu-extender", "gpu-scheduler"):
         token = control_plane.kube.service_account_token(NAMESPACE, account)
@@ -46,11 +61,11 @@ def install(control_plane, repo, extra_rbac=()):
 
 
 def loopback_scheduler_config(repo, mode, extender_port, kubeconfig, client_connection=None, with_extender=True):
-    """The shipped configuration of `mode`, pointed at the extender on loopback and given a kubeconfig;
-    `client_connection`, when given, replaces the shipped client settings (qps, burst). Without the extender:
+    """The rendered configuration of `mode`, pointed at the extender on loopback and given a kubeconfig;
+    `client_connection`, when given, replaces the rendered client settings (qps, burst). Without the extender:
     the same scheduler and profile with no `extenders` (a baseline for throughput)."""
-    [config] = load_documents(repo, SCHEDULER_CONFIGS[mode])
-    config = copy.deepcopy(config)
+    config_map = rendered(repo, mode, "ConfigMap", f"{SCHEDULER_NAME}-config")
+    config = copy.deepcopy(yaml.safe_load(config_map["data"]["config.yaml"]))
     if not with_extender:
         del config["extenders"]
     if client_connection is not None:
@@ -62,13 +77,19 @@ def loopback_scheduler_config(repo, mode, extender_port, kubeconfig, client_conn
     return config
 
 
-class Extender:
-    """The real gpu-extender binary, as its Deployment runs it (the shipped policy file, its service account)."""
+def deployment_args(repo, mode):
+    """The rendered extender Deployment's args, less what a loopback run sets itself (address, ports)."""
+    deployment = rendered(repo, mode, "Deployment", "gpu-extender")
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    return [a for a in args if not a.startswith(("--address=", "--port=", "--metrics-port="))]
 
-    def __init__(self, control_plane, repo, binary, kubeconfig, extra_args=(), name="gpu-extender"):
+
+class Extender:
+    """The real gpu-extender binary, as its Deployment runs it (the rendered args, its service account)."""
+
+    def __init__(self, control_plane, repo, binary, kubeconfig, mode="names", extra_args=(), name="gpu-extender"):
         self.control_plane = control_plane
-        self.args = [binary, "--policy", os.path.join(repo, "extender-config/policy.yaml"),
-                     "--kubeconfig", kubeconfig, "--scheduler-name", SCHEDULER_NAME, "--log-level", "info",
+        self.args = [binary, *deployment_args(repo, mode), "--kubeconfig", kubeconfig,
                      # No Service to drain from on loopback: a stopped extender goes at once.
                      "--shutdown-drain-seconds", "0",
                      *extra_args]

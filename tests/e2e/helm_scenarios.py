@@ -133,6 +133,23 @@ def template_combinations(env, version):
     return len(examples)
 
 
+def rendered_files_current(env):
+    """manifests/ is what scripts/render-manifests.sh renders from the chart now: no stale copy."""
+    out = os.path.join(env.plane.work, "rendered")
+    done = subprocess.run(["bash", os.path.join(REPO, "scripts", "render-manifests.sh"), out], capture_output=True,
+                          text=True, timeout=300, env=dict(os.environ, HELM=env.helm))
+    assert done.returncode == 0, done.stdout + done.stderr
+    fresh = sorted(os.path.relpath(f, out) for f in glob.glob(os.path.join(out, "**", "*.yaml"), recursive=True))
+    committed = sorted(os.path.relpath(f, os.path.join(REPO, "manifests")) for f in
+                       glob.glob(os.path.join(REPO, "manifests", "**", "*.yaml"), recursive=True)
+                       if "/samples/" not in f and not f.endswith("namespace.yaml"))
+    assert fresh == committed, f"rendered {fresh}, committed {committed}: run scripts/render-manifests.sh"
+    for relative in fresh:
+        with open(os.path.join(out, relative)) as a, open(os.path.join(REPO, "manifests", relative)) as b:
+            assert a.read() == b.read(), f"manifests/{relative} is stale: run scripts/render-manifests.sh"
+    return len(fresh)
+
+
 def release_objects(api):
     """(kind, name) of every object labelled with the release, in its namespace, kube-system and the cluster."""
     found = []
@@ -257,6 +274,7 @@ def helm_chart(env):
     started = time.monotonic()
     version = env.plane.version()
     examples = template_combinations(env, version)
+    rendered = rendered_files_current(env)
     os.makedirs(os.path.join(env.plane.work, "helm-release"), exist_ok=True)
     install = ["-n", NAMESPACE, "--set", f"scheduler.name={SCHEDULER}",
                "--set", "image.repository=registry.example.com/gpu-extender"]
@@ -297,7 +315,8 @@ def helm_chart(env):
         code, out = helm(env, "uninstall", RELEASE, "-n", NAMESPACE, check=False)
     assert code == 0, out
     kube.wait_for("nothing of the release left (helm uninstall)", lambda: not release_objects(env.api), 30)
-    return {"pods placed": 2, "values files": examples, "seconds": time.monotonic() - started}
+    return {"pods placed": 2, "values files": examples, "rendered files current": rendered,
+            "seconds": time.monotonic() - started}
 
 
 SCENARIOS = [helm_chart]

@@ -40,13 +40,14 @@ class Env:
         self.scheduler = None
         self.namespaces = set()
 
-    def deploy(self, mode, extender_args=(), extra_rbac=(), client_connection=None, with_extender=True):
-        """The extender and the second scheduler, as shipped for `mode` (names, full, gpu-share);
+    def deploy(self, mode, extender_args=(), client_connection=None, with_extender=True):
+        """The extender and the second scheduler, as rendered for `mode` (deployment.RENDERED: names, full,
+        gpu-share, deletion-costs, dra-claims);
         `client_connection` replaces the scheduler's client settings (all but its kubeconfig); without the
         extender, the scheduler runs the same profile with no extenders (the extender still starts, idle)."""
-        kubeconfigs = deployment.install(self.plane, REPO, extra_rbac)
+        kubeconfigs = deployment.install(self.plane, REPO, mode)
         self.extender = deployment.Extender(self.plane, REPO, self.extender_binary, kubeconfigs["gpu-extender"],
-                                            extender_args)
+                                            mode, extender_args)
         self.scheduler = deployment.Scheduler(self.plane, REPO, mode, self.extender, kubeconfigs["gpu-scheduler"],
                                               client_connection, with_extender)
         return self.extender

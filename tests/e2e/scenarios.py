@@ -152,7 +152,7 @@ def gpu_sharing(env):
     ensure_namespace(env.api, ns)
     for name in ("share-a", "share-b"):
         make_node(env.api, name, {"gpushare": "true"}, {"aliyun.com/gpu-mem": "64", "aliyun.com/gpu-count": "4"})
-    env.deploy("gpu-share", extra_rbac=["overlays/gpu-share/pod-annotations-rbac.yaml"])
+    env.deploy("gpu-share")
     started = time.monotonic()
     asks = [4, 8, 4, 12, 12, 6]
     for i, gib in enumerate(asks):
@@ -178,8 +178,7 @@ def deletion_costs(env):
     ensure_namespace(env.api, ns)
     gpu_node(env.api, "dc-1")
     gpu_node(env.api, "dc-2")
-    env.deploy("names", extender_args=["--deletion-costs"],
-               extra_rbac=["overlays/deletion-costs/deletion-costs-rbac.yaml"])
+    env.deploy("deletion-costs")
     started = time.monotonic()
     env.api.create(replica_set(ns, "costs", 9, {GPU: "1"}))
     pods = wait_bound(env.api, ns, 9)

@@ -1,6 +1,6 @@
-// What `kubectl apply -k manifests/` would install, rendered with kubectl kustomize and checked object by
-// object: shape, security, probes and verbs against the real binary, and the scheduler's urlPrefix
-// against the Service.
+// What the chart installs (manifests/gpu-extender.yaml, rendered from charts/gpu-extender with its
+// defaults and TLS off, and the examples), checked object by object: shape, security, probes and verbs
+// against the real binary, and the scheduler's urlPrefix against the Service.
 #include <httplib.h>
 #include <yaml-cpp/yaml.h>
 
@@ -84,21 +84,15 @@ TEST_CASE("deploy: the extender's args, probes and policy work with the real bin
   CHECK((*deployment)["spec"]["replicas"].as<int>() == 2);
   const YAML::Node container = pod["containers"][0];
 
-  // The policy the ConfigMap mounts, at a path of our own: the container's args load it.
-  const YAML::Node* policy_map = find(docs, "ConfigMap", "gpu-extender-policy");
-  REQUIRE(policy_map);
-  CHECK(pod["volumes"][0]["configMap"]["name"].as<std::string>() == (*policy_map)["metadata"]["name"].as<std::string>());
-  const std::string policy_text = (*policy_map)["data"]["policy.yaml"].as<std::string>();
-  CHECK(policy_text == test_support::read_file(test_support::source_path("extender-config/policy.yaml")));
-  const std::string policy_file = "/tmp/gpu-extender-deployed-policy-" + std::to_string(getpid()) + ".yaml";
-  std::ofstream(policy_file) << policy_text;
+  // No policy is mounted by default: the binary's embedded one is extender-config/policy.yaml.
+  CHECK(arg_value(container, "policy").empty());
+  CHECK_FALSE(find(docs, "ConfigMap", "gpu-extender-policy"));
   std::vector<std::string> args;
   // The container's named ports, as the test runs them: the verbs on the port ExtenderProcess picks,
   // the metrics port on a free one of ours.
   const int metrics_port = test_support::free_port();
   bool has_metrics_port = false;
   for (std::string a : container_args(container)) {
-    if (a.rfind("--policy=", 0) == 0) a = "--policy=" + policy_file;
     if (a.rfind("--port=", 0) == 0 || a.rfind("--address=", 0) == 0) continue;  // the test picks its own
     if (a.rfind("--metrics-port=", 0) == 0) {
       has_metrics_port = true;
@@ -130,6 +124,30 @@ TEST_CASE("deploy: the extender's args, probes and policy work with the real bin
     REQUIRE(res);
     CHECK(res->status == 200);
   }
+}
+
+TEST_CASE("deploy: a policy of the user's own is mounted from its ConfigMap and loads in the real binary") {
+  const auto docs = rendered_manifests("custom-policy");
+  const YAML::Node* deployment = find(docs, "Deployment", "gpu-extender");
+  const YAML::Node* policy_map = find(docs, "ConfigMap", "gpu-extender-policy");
+  REQUIRE((deployment && policy_map));
+  const YAML::Node pod = (*deployment)["spec"]["template"]["spec"];
+  const YAML::Node container = extender_container(*deployment);
+  const std::string path = arg_value(container, "policy");
+  REQUIRE(!path.empty());
+  bool mounted = false;  // the volume mounted where --policy points is the ConfigMap
+  for (const auto& mount : container["volumeMounts"])
+    if (path.rfind(mount["mountPath"].as<std::string>() + "/", 0) == 0)
+      for (const auto& volume : pod["volumes"])
+        mounted |= volume["name"].as<std::string>() == mount["name"].as<std::string>() && volume["configMap"] &&
+                   volume["configMap"]["name"].as<std::string>() == "gpu-extender-policy";
+  CHECK(mounted);
+  const std::string policy_file = "/tmp/gpu-extender-deployed-policy-" + std::to_string(getpid()) + ".yaml";
+  std::ofstream(policy_file) << (*policy_map)["data"]["policy.yaml"].as<std::string>();
+  const auto dry_run = test_support::run_binary({"--check-config", "--policy=" + policy_file});
+  INFO(dry_run.output);
+  CHECK(dry_run.exit_code == 0);
+  CHECK(dry_run.output.find("scorers: 1") != std::string::npos);  // the example's own, not the default
   std::remove(policy_file.c_str());
 }
 
@@ -191,11 +209,12 @@ TEST_CASE("deploy: the scheduler reaches the extender's Service, with verbs the 
 }
 
 TEST_CASE("deploy: every scheduler configuration variant is complete") {
-  for (const char* file : {"extender-config/scheduler-config-node-cache.yaml", "extender-config/scheduler-config-full-nodes.yaml",
-                           "overlays/https/scheduler-config-https.yaml", "overlays/gpu-share/scheduler-config-gpu-share.yaml",
-                           "overlays/dra-claims/scheduler-config-dra-claims.yaml"}) {
-    INFO(file);
-    const YAML::Node config = YAML::LoadFile(test_support::source_path(file));
+  for (const char* example : {"", "full-mode-groups", "cert-manager", "gpu-share", "dra-claims"}) {
+    INFO(example);
+    const auto docs = rendered_manifests(example);
+    const YAML::Node* config_map = find(docs, "ConfigMap", "gpu-scheduler-config");
+    REQUIRE(config_map);
+    const YAML::Node config = YAML::Load((*config_map)["data"]["config.yaml"].as<std::string>());
     CHECK(config["kind"].as<std::string>() == "KubeSchedulerConfiguration");
     const YAML::Node ext = config["extenders"][0];
     CHECK(ext["filterVerb"].as<std::string>() == "filter");
@@ -211,16 +230,14 @@ TEST_CASE("deploy: every scheduler configuration variant is complete") {
     }
     // The sharing variant adds the shared GPU memory; the others leave it to the default scheduler.
     std::set<std::string> expected{"nvidia.com/gpu", "custom.resource/aaa"};
-    if (std::string(file).find("gpu-share") != std::string::npos) expected.insert("aliyun.com/gpu-mem");
+    if (std::string(example) == "gpu-share") expected.insert("aliyun.com/gpu-mem");
     // The DRA-claims variant names none: kube-scheduler cannot see claims when it chooses whom to call.
-    if (std::string(file).find("dra-claims") != std::string::npos) expected.clear();
+    if (std::string(example) == "dra-claims") expected.clear();
     CHECK(managed == expected);
     // Full-node mode has no node cache, so no preemption; the others have both.
     CHECK(ext["nodeCacheCapable"].as<bool>() == static_cast<bool>(ext["preemptVerb"]));
+    CHECK(ext["enableHTTPS"].IsDefined() == (std::string(example) == "cert-manager"));
   }
-  const YAML::Node https = YAML::LoadFile(test_support::source_path("overlays/https/scheduler-config-https.yaml"));
-  CHECK(https["extenders"][0]["enableHTTPS"].as<bool>());
-  CHECK(https["extenders"][0]["tlsConfig"]["certFile"]);
 }
 
 TEST_CASE("deploy: the NetworkPolicy admits the scheduler to the verbs and monitoring to the metrics") {
@@ -244,8 +261,10 @@ TEST_CASE("deploy: the NetworkPolicy admits the scheduler to the verbs and monit
   CHECK(rules[1]["ports"][0]["port"].as<std::string>() == "metrics");
   CHECK(rules[1]["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"].as<std::string>() ==
         "monitoring");
-  const YAML::Node monitor = YAML::LoadFile(test_support::source_path("manifests/monitoring/servicemonitor.yaml"));
-  CHECK(monitor["spec"]["endpoints"][0]["port"].as<std::string>() == "metrics");
+  const auto monitored = rendered_manifests("gpu-operator-dcgm");
+  const YAML::Node* monitor = find(monitored, "ServiceMonitor", "gpu-extender");
+  REQUIRE(monitor);
+  CHECK((*monitor)["spec"]["endpoints"][0]["port"].as<std::string>() == "metrics");
 }
 
 

@@ -72,7 +72,7 @@ TEST_CASE("prometheus: a real server scrapes the extender and the dashboard's ev
            std::stod(moved["data"]["result"][0]["value"][1].get<std::string>()) > 0;
   }, std::chrono::seconds(20)));
 
-  const json dashboard = json::parse(test_support::read_file(test_support::source_path("manifests/monitoring/gpu-extender-dashboard.json")));
+  const json dashboard = json::parse(test_support::read_file(test_support::source_path("charts/gpu-extender/files/dashboard.json")));
   size_t evaluated = 0;
   for (const auto& panel : dashboard["panels"]) {
     for (const auto& target : panel["targets"]) {
