@@ -127,28 +127,31 @@ TEST_CASE("deploy: the extender's args, probes and policy work with the real bin
 }
 
 TEST_CASE("deploy: a policy of the user's own is mounted from its ConfigMap and loads in the real binary") {
-  const auto docs = rendered_manifests("custom-policy");
-  const YAML::Node* deployment = find(docs, "Deployment", "gpu-extender");
-  const YAML::Node* policy_map = find(docs, "ConfigMap", "gpu-extender-policy");
-  REQUIRE((deployment && policy_map));
-  const YAML::Node pod = (*deployment)["spec"]["template"]["spec"];
-  const YAML::Node container = extender_container(*deployment);
-  const std::string path = arg_value(container, "policy");
-  REQUIRE(!path.empty());
-  bool mounted = false;  // the volume mounted where --policy points is the ConfigMap
-  for (const auto& mount : container["volumeMounts"])
-    if (path.rfind(mount["mountPath"].as<std::string>() + "/", 0) == 0)
-      for (const auto& volume : pod["volumes"])
-        mounted |= volume["name"].as<std::string>() == mount["name"].as<std::string>() && volume["configMap"] &&
-                   volume["configMap"]["name"].as<std::string>() == "gpu-extender-policy";
-  CHECK(mounted);
-  const std::string policy_file = "/tmp/gpu-extender-deployed-policy-" + std::to_string(getpid()) + ".yaml";
-  std::ofstream(policy_file) << (*policy_map)["data"]["policy.yaml"].as<std::string>();
-  const auto dry_run = test_support::run_binary({"--check-config", "--policy=" + policy_file});
-  INFO(dry_run.output);
-  CHECK(dry_run.exit_code == 0);
-  CHECK(dry_run.output.find("scorers: 1") != std::string::npos);  // the example's own, not the default
-  std::remove(policy_file.c_str());
+  for (const auto& [example, scorers] : std::map<std::string, std::string>{{"custom-policy", "scorers: 1"}, {"topology", "scorers: 4"}}) {
+    INFO(example);
+    const auto docs = rendered_manifests(example);
+    const YAML::Node* deployment = find(docs, "Deployment", "gpu-extender");
+    const YAML::Node* policy_map = find(docs, "ConfigMap", "gpu-extender-policy");
+    REQUIRE((deployment && policy_map));
+    const YAML::Node pod = (*deployment)["spec"]["template"]["spec"];
+    const YAML::Node container = extender_container(*deployment);
+    const std::string path = arg_value(container, "policy");
+    REQUIRE(!path.empty());
+    bool mounted = false;  // the volume mounted where --policy points is the ConfigMap
+    for (const auto& mount : container["volumeMounts"])
+      if (path.rfind(mount["mountPath"].as<std::string>() + "/", 0) == 0)
+        for (const auto& volume : pod["volumes"])
+          mounted |= volume["name"].as<std::string>() == mount["name"].as<std::string>() && volume["configMap"] &&
+                     volume["configMap"]["name"].as<std::string>() == "gpu-extender-policy";
+    CHECK(mounted);
+    const std::string policy_file = "/tmp/gpu-extender-deployed-policy-" + std::to_string(getpid()) + ".yaml";
+    std::ofstream(policy_file) << (*policy_map)["data"]["policy.yaml"].as<std::string>();
+    const auto dry_run = test_support::run_binary({"--check-config", "--policy=" + policy_file});
+    INFO(dry_run.output);
+    CHECK(dry_run.exit_code == 0);
+    CHECK(dry_run.output.find(scorers) != std::string::npos);  // the example's own scorers, or the default's
+    std::remove(policy_file.c_str());
+  }
 }
 
 TEST_CASE("deploy: the scheduler reaches the extender's Service, with verbs the binary serves") {
