@@ -27,7 +27,7 @@ TEST_CASE("deploy: every rendered file runs the same two images, the scheduler's
   const std::string expected_scheduler = (*base_scheduler)["spec"]["template"]["spec"]["containers"][0]["image"].as<std::string>();
   CHECK(expected_scheduler.rfind("registry.k8s.io/kube-scheduler:v1.", 0) == 0);
   for (const char* example : {"cert-manager", "custom-policy", "deletion-costs", "dra-claims", "eks-auto-mode", "eks-karpenter",
-                              "full-mode-groups", "gke", "gpu-operator-dcgm", "gpu-share", "topology"}) {
+                              "full-mode-groups", "gke", "gpu-operator-dcgm", "gpu-share", "topology", "gpu-operator-mig"}) {
     INFO(example);
     const auto docs = rendered_manifests(example);
     const YAML::Node* extender = find(docs, "Deployment", "gpu-extender");

@@ -127,7 +127,7 @@ TEST_CASE("deploy: the extender's args, probes and policy work with the real bin
 }
 
 TEST_CASE("deploy: a policy of the user's own is mounted from its ConfigMap and loads in the real binary") {
-  for (const auto& [example, scorers] : std::map<std::string, std::string>{{"custom-policy", "scorers: 1"}, {"topology", "scorers: 4"}}) {
+  for (const auto& [example, scorers] : std::map<std::string, std::string>{{"custom-policy", "scorers: 1"}, {"topology", "scorers: 4"}, {"gpu-operator-mig", "scorers: 4"}}) {
     INFO(example);
     const auto docs = rendered_manifests(example);
     const YAML::Node* deployment = find(docs, "Deployment", "gpu-extender");
