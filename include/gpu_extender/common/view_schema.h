@@ -51,11 +51,19 @@ struct ViewSchema {
 
   // Each node fact is read from the first of its labels the node carries: the hand-set labels of the
   // node set-up script first, then those NVIDIA's GPU Feature Discovery writes on a GPU Operator
-  // cluster. At most kMaxLabelsPerFact each; NodeView says which one a value came from.
-  static constexpr size_t kMaxLabelsPerFact = 4;
-  std::vector<std::string> node_gpu_model_labels{"gpu.nvidia.com/model", "nvidia.com/gpu.product"};
-  std::vector<std::string> node_gpu_memory_labels{"gpu.nvidia.com/memory", "nvidia.com/gpu.memory"};
-  std::vector<std::string> node_gpu_count_labels{"gpu.nvidia.com/count", "nvidia.com/gpu.count"};
+  // cluster, then those an autoscaler puts on a node it launches, before GFD runs there (Karpenter on
+  // AWS, EKS Auto Mode: a lower-case name such as "h100", MiB per GPU, a count; GKE: its accelerator name,
+  // such as "nvidia-h100-80gb", which the model rule's token match reads as H100). At most
+  // kMaxLabelsPerFact each; NodeView says which one a value came from.
+  static constexpr size_t kMaxLabelsPerFact = 6;
+  std::vector<std::string> node_gpu_model_labels{"gpu.nvidia.com/model", "nvidia.com/gpu.product",
+                                                 "karpenter.k8s.aws/instance-gpu-name", "eks.amazonaws.com/instance-gpu-name",
+                                                 "cloud.google.com/gke-accelerator"};
+  std::vector<std::string> node_gpu_memory_labels{"gpu.nvidia.com/memory", "nvidia.com/gpu.memory",
+                                                  "karpenter.k8s.aws/instance-gpu-memory",
+                                                  "eks.amazonaws.com/instance-gpu-memory"};
+  std::vector<std::string> node_gpu_count_labels{"gpu.nvidia.com/count", "nvidia.com/gpu.count",
+                                                 "karpenter.k8s.aws/instance-gpu-count", "eks.amazonaws.com/instance-gpu-count"};
   // The GPU architecture (volta, turing, ampere, ada-lovelace, hopper, blackwell: GFD's values).
   std::vector<std::string> node_gpu_family_labels{"gpu.nvidia.com/family", "nvidia.com/gpu.family"};
   // Time-slicing: how many pods share each GPU (the device plugin then reports GPUs x replicas of the

@@ -30,5 +30,7 @@ TEST_CASE("gpuMemory: a missing or malformed label fails that node, with a reaso
   CHECK(r.reason.find("node label gpu.nvidia.com/memory is not a memory size") == 0);
   n.gpu_memory.reset();
   r = check(*p, gpu_pod(1, std::nullopt, 1024), n);
-  CHECK(r.reason == "node has no gpu.nvidia.com/memory or nvidia.com/gpu.memory label; pod requests 1024 MiB per GPU");
+  CHECK(r.reason ==
+        "node has no gpu.nvidia.com/memory, nvidia.com/gpu.memory, karpenter.k8s.aws/instance-gpu-memory or "
+        "eks.amazonaws.com/instance-gpu-memory label; pod requests 1024 MiB per GPU");
 }

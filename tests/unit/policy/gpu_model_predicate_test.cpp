@@ -30,7 +30,9 @@ TEST_CASE("gpuModel: a node without the label fails when the pod names a model")
   cpu.name = "cpu";
   const auto r = check(*p, gpu_pod(1, "A100"), cpu);
   CHECK(r.fit == Fit::kUnresolvable);
-  CHECK(r.reason == "node has no gpu.nvidia.com/model or nvidia.com/gpu.product label; pod requests gpu model A100");
+  CHECK(r.reason ==
+        "node has no gpu.nvidia.com/model, nvidia.com/gpu.product, karpenter.k8s.aws/instance-gpu-name, "
+        "eks.amazonaws.com/instance-gpu-name or cloud.google.com/gke-accelerator label; pod requests gpu model A100");
 }
 
 TEST_CASE("gpuModel: GPU Feature Discovery product names match by whole dash-separated tokens, in order") {
@@ -52,6 +54,25 @@ TEST_CASE("gpuModel: GPU Feature Discovery product names match by whole dash-sep
   CHECK(fit("SHARED", "NVIDIA-A100-SXM4-40GB-SHARED") == Fit::kUnresolvable);
   CHECK(fit("MIG", "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb") == Fit::kUnresolvable);
   CHECK(fit("H100, A100-80GB", "NVIDIA-A100-SXM4-80GB") == Fit::kPass);  // a list: any of them
+}
+
+TEST_CASE("gpuModel: the names autoscalers label a launched node with match as GFD's do") {
+  auto p = rules::make_gpu_model_predicate(rule_support::config());
+  auto fit = [&](const char* wanted, const char* name) {
+    return check(*p, gpu_pod(1, wanted), gpu_node("n", name, "81920", 8)).fit;
+  };
+  // Karpenter on AWS and EKS Auto Mode: the GPU's name in lower case.
+  CHECK(fit("H100", "h100") == Fit::kPass);
+  CHECK(fit("A100", "h100") == Fit::kUnresolvable);
+  CHECK(fit("A10G", "a10g") == Fit::kPass);
+  CHECK(fit("A10", "a10g") == Fit::kUnresolvable);  // whole tokens: an A10 pod never lands on an A10G
+  // GKE's accelerator names.
+  CHECK(fit("H100", "nvidia-h100-80gb") == Fit::kPass);
+  CHECK(fit("H100", "nvidia-h100-mega-80gb") == Fit::kPass);
+  CHECK(fit("A100", "nvidia-tesla-a100") == Fit::kPass);
+  CHECK(fit("A100-80GB", "nvidia-a100-80gb") == Fit::kPass);
+  CHECK(fit("A100-80GB", "nvidia-tesla-a100") == Fit::kUnresolvable);  // the 40 GB one
+  CHECK(fit("T4", "nvidia-tesla-t4") == Fit::kPass);
 }
 
 TEST_CASE("gpuModel: a pod may ask for a GPU family (GFD's architecture label), alone or with a model") {

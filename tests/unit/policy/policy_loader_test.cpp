@@ -31,13 +31,15 @@ TEST_CASE("policy: a file overrides key by key, in YAML or JSON") {
   CHECK(yaml.schema.resources.size() == ViewSchema::kFirstExcludedResource + 2);
   CHECK(yaml.schema.resources.name(ViewSchema::kFirstExcludedResource + 1) == "example.com/x");
   CHECK(yaml.schema.node_gpu_model_labels == std::vector<std::string>{"nvidia.com/gpu.product"});
-  CHECK(yaml.schema.node_gpu_memory_labels == std::vector<std::string>{"gpu.nvidia.com/memory", "nvidia.com/gpu.memory"});
+  CHECK(yaml.schema.node_gpu_memory_labels == std::vector<std::string>{"gpu.nvidia.com/memory", "nvidia.com/gpu.memory",
+                                                                      "karpenter.k8s.aws/instance-gpu-memory",
+                                                                      "eks.amazonaws.com/instance-gpu-memory"});
   // A list gives the order of precedence; more than four, or none, is refused.
   const PolicyConfig listed =
       parse_policy("nodeLabels:\n  gpuCount: [example.com/gpus, nvidia.com/gpu.count]\n", "test.yaml");
   CHECK(listed.schema.node_gpu_count_labels == std::vector<std::string>{"example.com/gpus", "nvidia.com/gpu.count"});
-  CHECK_THROWS_WITH(parse_policy("nodeLabels:\n  gpuCount: [a, b, c, d, e]\n", "test.yaml"),
-                    "test.yaml: nodeLabels.gpuCount: expected 1 to 4 label names");
+  CHECK_THROWS_WITH(parse_policy("nodeLabels:\n  gpuCount: [a, b, c, d, e, f, g]\n", "test.yaml"),
+                    "test.yaml: nodeLabels.gpuCount: expected 1 to 6 label names");
   CHECK(yaml.filters.size() == 6);
 
   const PolicyConfig json = parse_policy(R"({"scorers":[{"name":"gpuFit","weight":1}],"filters":[]})", "p.json");

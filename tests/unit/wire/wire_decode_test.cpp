@@ -279,6 +279,34 @@ TEST_CASE("decode: each GPU fact comes from the first of its labels the node car
   CHECK_FALSE(both.gpu_count);
 }
 
+TEST_CASE("decode: a node an autoscaler just launched gives its GPU from the autoscaler's labels, until GFD's come") {
+  WireDecoder decoder;
+  std::string body = "{\"Pod\":" + kPod + R"(,"Nodes":{"items":[{"metadata":{"name":"karpenter","labels":{
+      "karpenter.k8s.aws/instance-gpu-name":"h100","karpenter.k8s.aws/instance-gpu-memory":"81920",
+      "karpenter.k8s.aws/instance-gpu-count":"8","karpenter.k8s.aws/instance-gpu-manufacturer":"nvidia"}}},
+    {"metadata":{"name":"auto-mode","labels":{"eks.amazonaws.com/instance-gpu-name":"l40s",
+      "eks.amazonaws.com/instance-gpu-memory":"46068","eks.amazonaws.com/instance-gpu-count":"4"}}},
+    {"metadata":{"name":"gke","labels":{"cloud.google.com/gke-accelerator":"nvidia-a100-80gb"}}},
+    {"metadata":{"name":"gfd-ran","labels":{"karpenter.k8s.aws/instance-gpu-name":"h100",
+      "nvidia.com/gpu.product":"NVIDIA-H100-80GB-HBM3","karpenter.k8s.aws/instance-gpu-memory":"81920",
+      "nvidia.com/gpu.memory":"81559"}}}]}})";
+  body.reserve(body.size() + kJsonPadding);
+  const ExtenderArgs& args = decoder.decode_extender_args(body, schema());
+  REQUIRE(args.nodes.size() == 4);
+  CHECK(args.nodes[0].gpu_model == "h100");
+  CHECK(args.nodes[0].gpu_memory == "81920");
+  CHECK(args.nodes[0].gpu_count == "8");
+  CHECK(args.nodes[0].gpu_model_label == 2);
+  CHECK(args.nodes[1].gpu_model == "l40s");
+  CHECK(args.nodes[1].gpu_memory == "46068");
+  CHECK(args.nodes[1].gpu_count == "4");
+  CHECK(args.nodes[2].gpu_model == "nvidia-a100-80gb");
+  CHECK_FALSE(args.nodes[2].gpu_memory);
+  // GFD has run: its labels (what the driver reports) win over the instance type's.
+  CHECK(args.nodes[3].gpu_model == "NVIDIA-H100-80GB-HBM3");
+  CHECK(args.nodes[3].gpu_memory == "81559");
+}
+
 TEST_CASE("decode: an invalid escape in a key nobody reads is refused") {
   CHECK(decode_error_of("{\"Pod\":" + kPod + R"(,"NodeNames":[],"x":{"a\qb":1}})").rfind("x: not valid JSON", 0) == 0);
   CHECK(decode_error_of("{\"Pod\":" + kPod + R"(,"NodeNames":[],"x":{"a\u0041b":1}})") == "(no error)");
