@@ -274,9 +274,10 @@ ClusterView::Stats ClusterView::stats() const {
   return s;
 }
 
-bool ClusterView::catch_up(uint64_t seen, Clock::time_point deadline) const {
+bool ClusterView::catch_up(uint64_t seen, Clock::time_point deadline, bool expecting) const {
   if (change_count() != seen) return true;
-  if (!watch_hurry_ || !watch_hurry_()) return false;
+  if (!watch_hurry_) return false;  // no watch: nothing can come
+  if (!watch_hurry_() && !expecting) return false;
   change_waiters_.fetch_add(1);
   std::unique_lock lock(change_mutex_);
   const bool moved = change_cv_.wait_until(lock, deadline, [&] { return change_count() != seen; });

@@ -2,6 +2,7 @@
 // /bind, assumed pods, token rotation, relists, /preempt.
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <thread>
 
 #include "../unit/test_support.h"
 #include "extender_process.h"
@@ -265,6 +266,42 @@ TEST_CASE("kube: /preempt keeps candidates that pass after eviction, answers UID
   CHECK(post_json(p, "/preempt", {{"Pod", pod}}, &status)["Error"] ==
         "NodeNameToVictims: neither NodeNameToVictims nor NodeNameToMetaVictims is given");
   CHECK(status == 400);
+}
+
+TEST_CASE("kube: a preemptor's /filter waits for its victims' deletions to reach the watch, other pods do not") {
+  Cluster c;
+  ExtenderProcess p(c.args());
+  REQUIRE(eventually([&] { return ready(p); }));
+  // a100-8 has 2 of its 8 GPUs free (busy holds 6): a 4-GPU pod fits only once busy goes.
+  const json urgent = gpu_pod("urgent", "uid-urgent", 4);
+  json one_node = c.names_args(urgent);
+  one_node["NodeNames"] = json::array({"a100-8"});
+  CHECK(post_json(p, "/filter", one_node)["NodeNames"].empty());
+  const json meta = {{"Pod", urgent},
+                     {"NodeNameToMetaVictims", {{"a100-8", {{"Pods", {{{"UID", "uid-busy"}}}}, {"NumPDBViolations", 0}}}}}};
+  REQUIRE(post_json(p, "/preempt", meta)["NodeNameToMetaVictims"].contains("a100-8"));
+  // The scheduler deletes the victim and retries at once; the deletion reaches the API server (and the
+  // watch) 300 ms later, past the 20 ms any pod may wait, within the preemptor's longer wait.
+  std::thread deleter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    c.api.delete_pod("ml", "busy");
+  });
+  const json answer = post_json(p, "/filter", one_node);
+  deleter.join();
+  INFO(answer.dump());
+  CHECK(answer["NodeNames"] == json::array({"a100-8"}));
+  // Another pod that did not preempt is judged on what the view has, without waiting for anything.
+  c.api.put_pod(make_pod("ml", "busy-again", "uid-busy-again", "a100-8", 6));
+  REQUIRE(eventually([&] { return post_json(p, "/filter", one_node)["NodeNames"].empty(); }));
+  json other = c.names_args(gpu_pod("patient", "uid-patient", 4));
+  other["NodeNames"] = json::array({"a100-8"});
+  std::thread late_deleter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    c.api.delete_pod("ml", "busy-again");
+  });
+  const json refused = post_json(p, "/filter", other);
+  late_deleter.join();
+  CHECK(refused["NodeNames"].empty());
 }
 
 TEST_CASE("kube: without API access /preempt and names mode say so") {

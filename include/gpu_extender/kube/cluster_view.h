@@ -181,8 +181,9 @@ class ClusterView final : public UsageSource, public NodeSource {
   // For a request about to refuse every node on usage: the scheduler's informer may have seen pods
   // leave (the victims of its preemption) while this view's watch rests between batches. Hurries the
   // watch and waits, until `deadline` at most, for change_count() to move from `seen`; true if it did.
-  // False at once when no watch was resting: nothing more is on its way.
-  bool catch_up(uint64_t seen, Clock::time_point deadline) const;
+  // False at once when no watch was resting: nothing more is on its way. `expecting`: events are known
+  // to be on their way (a preemptor's victims are being deleted), so it waits even then.
+  bool catch_up(uint64_t seen, Clock::time_point deadline, bool expecting = false) const;
 
  private:
   struct PodEntry {

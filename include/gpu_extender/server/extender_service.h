@@ -48,6 +48,7 @@ class PlacementLedger; // gpu_extender/placement_ledger.h
 struct Workspace;      // server/workspace.h: one request's buffers
 class WorkspacePool;   // server/workspace.h
 class BindTracker;     // server/bind_tracker.h
+class PreemptorMemory; // server/preemptor_memory.h
 
 // What the verbs work with. Only the policy is required: without a cluster view there is no names
 // mode and no /preempt; without a binder /bind answers an Error.
@@ -136,6 +137,7 @@ class ExtenderService {
   mutable std::atomic<bool> draining_{false};
   std::unique_ptr<WorkspacePool> workspaces_;
   std::unique_ptr<BindTracker> tracker_;
+  std::unique_ptr<PreemptorMemory> preemptors_;
   mutable std::mutex shared_gpu_bind_mutex_;  // a shared GPU is chosen and assumed under it
 };
 

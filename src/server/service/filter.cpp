@@ -132,8 +132,13 @@ int filter(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
     uint64_t seen = view ? view->change_count() : 0;
     judge_alone(ctx, ws, args);
     if (view && worth_catching_up(ws, args)) {  // rare: the clock is read only then
-      const auto deadline = ClusterView::Clock::now() + ctx.parts.view_catch_up;
-      while (view->catch_up(seen, deadline)) {
+      // A preemptor's victims are on their way out: it waits for them longer, and even while no watch
+      // rests, since their deletions may not have reached the watch yet (preemptor_memory.h).
+      const bool preemptor = ctx.preemptors.preempting(args.pod.uid);
+      const auto wait = preemptor ? std::max<std::chrono::milliseconds>(ctx.parts.view_catch_up, PreemptorMemory::kCatchUp)
+                                  : ctx.parts.view_catch_up;
+      const auto deadline = ClusterView::Clock::now() + wait;
+      while (view->catch_up(seen, deadline, preemptor)) {
         seen = view->change_count();
         judge_alone(ctx, ws, args);
         if (!worth_catching_up(ws, args)) break;

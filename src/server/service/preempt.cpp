@@ -91,6 +91,7 @@ int preempt(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
     if (keep[i] && args.pod.wants_shared_gpu()) summary.detail += shared_gpu_freed_by(args.pod, c.node, input, freed);
   }
   summary.nodes_out = static_cast<size_t>(std::count(keep.begin(), keep.end(), true));
+  if (summary.nodes_out > 0) ctx.preemptors.remember(args.pod.uid);  // its victims are about to go
   encode_preemption_result(args, keep, ws.answer);
   return 200;
 }

@@ -57,7 +57,8 @@ ExtenderService::ExtenderService(ServiceParts parts)
     : parts_(std::move(parts)),
       workspaces_(std::make_unique<WorkspacePool>(idle_workspaces_to_keep())),
       // Waiting for binds makes sense only where this extender binds.
-      tracker_(std::make_unique<BindTracker>(parts_.binder ? parts_.bind_wait : std::chrono::milliseconds(0))) {
+      tracker_(std::make_unique<BindTracker>(parts_.binder ? parts_.bind_wait : std::chrono::milliseconds(0))),
+      preemptors_(std::make_unique<PreemptorMemory>()) {
   if (!parts_.policies) parts_.policies = std::make_shared<PolicyHolder>(parts_.policy);
   if (parts_.cluster && !parts_.ledger) parts_.ledger = std::make_shared<PlacementLedger>(parts_.cluster);
   parts_.policy = nullptr;  // the holder's is the one in force
@@ -69,7 +70,7 @@ ExtenderService::~ExtenderService() = default;
 int ExtenderService::handle(Verb verb, Workspace& ws, VerbSummary& summary) const {
   ws.answer.clear();
   ws.policy = parts_.policies->current();
-  const verbs::VerbContext ctx{parts_, *tracker_, shared_gpu_bind_mutex_};
+  const verbs::VerbContext ctx{parts_, *tracker_, *preemptors_, shared_gpu_bind_mutex_};
   try {
     switch (verb) {
       case Verb::kFilter: return verbs::filter(ctx, ws, summary);

@@ -6,6 +6,7 @@
 
 #include "gpu_extender/server/extender_service.h"
 #include "server/service/bind_tracker.h"
+#include "server/service/preemptor_memory.h"
 #include "server/service/workspace.h"
 
 namespace gpu_extender::verbs {
@@ -14,6 +15,7 @@ namespace gpu_extender::verbs {
 struct VerbContext {
   const ServiceParts& parts;
   BindTracker& tracker;
+  PreemptorMemory& preemptors;  // /preempt remembers, /filter reads
   std::mutex& shared_gpu_bind_mutex;  // a shared GPU is chosen and assumed under it (bind.cpp)
 };
 
