@@ -111,6 +111,10 @@ Flags:
   --tls-cert-file FILE   serve HTTPS with this certificate (PEM), with:
   --tls-key-file FILE      its private key (PEM)
   --tls-client-ca-file FILE  answer only clients with a certificate from this CA (mutual TLS)
+  --webhook-port N       serve the admission webhook POST /mutate-pods on port N over HTTPS (GPU
+                         annotations written into pods as node affinity, for autoscalers)
+  --webhook-tls-cert-file FILE, --webhook-tls-key-file FILE  its certificate and key (default: the
+                         --tls-cert-file and --tls-key-file); no client certificate is asked
   --check-config         load the policy and usage source, print a summary, and exit
   --help                 print this help and exit
   --version              print the version and exit
@@ -174,6 +178,9 @@ std::map<std::string, Setter> flags_with_value(CliOptions& o) {
       {"--tls-cert-file", [&](const std::string& v) { o.server.tls_cert_file = v; return !v.empty(); }},
       {"--tls-key-file", [&](const std::string& v) { o.server.tls_key_file = v; return !v.empty(); }},
       {"--tls-client-ca-file", [&](const std::string& v) { o.server.tls_client_ca_file = v; return !v.empty(); }},
+      {"--webhook-port", [&](const std::string& v) { return parse_number(v, o.server.webhook_port, 1, 65535); }},
+      {"--webhook-tls-cert-file", [&](const std::string& v) { o.server.webhook_tls_cert_file = v; return !v.empty(); }},
+      {"--webhook-tls-key-file", [&](const std::string& v) { o.server.webhook_tls_key_file = v; return !v.empty(); }},
       {"--assume-ttl-seconds", [&](const std::string& v) { return parse_number(v, o.assume_ttl_seconds, 1, 3600); }},
       {"--group-ttl-seconds", [&](const std::string& v) { return parse_number(v, o.group_ttl_seconds, 1, 86400); }},
       {"--group-gate-ms", [&](const std::string& v) { return parse_number(v, o.group_gate_ms, 0, 60000); }},
@@ -198,6 +205,11 @@ std::string combination_problem(const CliOptions& o) {
            " times as much";
   if (!o.server.tls_client_ca_file.empty() && o.server.tls_cert_file.empty())
     return "--tls-client-ca-file needs --tls-cert-file and --tls-key-file";
+  if (o.server.webhook_tls_cert_file.empty() != o.server.webhook_tls_key_file.empty())
+    return "--webhook-tls-cert-file and --webhook-tls-key-file go together";
+  if (o.server.webhook_port > 0 && o.server.webhook_tls_cert_file.empty() && o.server.tls_cert_file.empty())
+    return "--webhook-port needs a certificate: --webhook-tls-cert-file and --webhook-tls-key-file, or --tls-cert-file "
+           "and --tls-key-file (the API server calls webhooks over HTTPS only)";
   // As client-go requires: a leader gives up before another may take the lease, and tries to renew
   // more than once before it gives up.
   if (o.leader_elect_lease_duration_seconds <= o.leader_elect_renew_deadline_seconds ||

@@ -240,6 +240,15 @@ void ClusterView::visit_costed_pods(
   }
 }
 
+void ClusterView::visit_gpu_models(const std::function<void(size_t label, std::string_view model)>& visit) const {
+  std::shared_lock lock(mutex_);
+  for (const auto& [name, entry] : nodes_) {
+    if (!entry.listed) continue;  // DRA facts replace labels in `node`; the labels are the object's
+    const NodeView& view = entry.listed->view();
+    if (view.gpu_model) visit(view.gpu_model_label, *view.gpu_model);
+  }
+}
+
 ClusterView::SharedGpuStats ClusterView::shared_gpu_stats(int64_t smallest_pending) const {
   SharedGpuStats out;
   out.smallest_pending = smallest_pending;

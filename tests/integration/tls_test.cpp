@@ -115,3 +115,33 @@ TEST_CASE("tls: a handshake trickled a byte at a time is cut off at the header d
   REQUIRE(res);
   CHECK(res->status == 200);
 }
+
+TEST_CASE("tls: the admission webhook answers over HTTPS on its own port, without asking a client certificate") {
+  const auto& cert = TestCertificate::get();
+  const int webhook_port = test_support::free_port();
+  // The verbs ask a client certificate (mutual TLS); the webhook port does not, as the API server shows none.
+  ExtenderProcess p({"--tls-cert-file", cert.cert_file, "--tls-key-file", cert.key_file, "--tls-client-ca-file",
+                     cert.cert_file, "--webhook-port", std::to_string(webhook_port)});
+  httplib::SSLClient api_server("127.0.0.1", webhook_port);
+  api_server.set_ca_cert_path(cert.cert_file.c_str());
+  api_server.enable_server_certificate_verification(true);
+  const std::string review =
+      R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"r-9","operation":"CREATE",)"
+      R"("object":{"metadata":{"name":"w","namespace":"train","annotations":{"gpu.nvidia.com/model":"H100"}},)"
+      R"("spec":{"schedulerName":"gpu-scheduler","containers":[{"name":"c","image":"x",)"
+      R"("resources":{"limits":{"nvidia.com/gpu":"8"}}}]}}}})";
+  auto res = api_server.Post("/mutate-pods", review, "application/json");
+  REQUIRE(res);
+  CHECK(res->status == 200);
+  const auto answer = nlohmann::json::parse(res->body);
+  CHECK(answer["response"]["uid"] == "r-9");
+  CHECK(answer["response"]["allowed"] == true);
+  CHECK(answer["response"]["patchType"] == "JSONPatch");
+  auto bad = api_server.Post("/mutate-pods", "{", "application/json");
+  REQUIRE(bad);
+  CHECK(bad->status == 400);
+  // Without a certificate for it, the flag is refused at start with what it needs.
+  auto r = test_support::run_binary({"--webhook-port", "9443", "--check-config"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("--webhook-port needs a certificate") != std::string::npos);
+}

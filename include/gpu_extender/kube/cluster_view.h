@@ -160,6 +160,9 @@ class ClusterView final : public UsageSource, public NodeSource {
   // usage, under the view's read lock (keep it short: decide, do not call the API).
   void visit_costed_pods(
       const std::function<void(const CostedPod&, const NodeView&, const ResourceAmounts&)>& visit) const;
+  // Each node's GPU model as its labels give it, with the index of the label it came from (in the
+  // schema's node_gpu_model_labels): the values the admission webhook's terms must admit.
+  void visit_gpu_models(const std::function<void(size_t label, std::string_view model)>& visit) const;
 
   // GPU sharing by memory, over the nodes in the view (in the shared memory's unit): devices, their
   // free memory, and the part of it that is fragmented: free on devices where it is less than

@@ -131,6 +131,13 @@ class ExtenderService {
   // Shutting down: /readyz answers 503 so that Services stop sending new requests here.
   void begin_draining() const { draining_ = true; }
   BindWaitStats bind_wait_stats() const;
+  // POST /mutate-pods (the admission webhook, server/admission/pod_admission.h): the AdmissionReview
+  // answered, its status (400 for a body that is no review), and what was done, for the log.
+  struct AdmissionReply {
+    int status;
+    std::string body, detail;
+  };
+  AdmissionReply admit(const std::string& review) const;
 
  private:
   ServiceParts parts_;

@@ -6,6 +6,7 @@
 #include "gpu_extender/usage/gpu_utilization.h"
 #include "gpu_extender/kube/placement_ledger.h"
 #include "gpu_extender/wire/wire_encode.h"
+#include "server/admission/pod_admission.h"
 #include "server/service/verb_context.h"
 
 namespace gpu_extender {
@@ -96,6 +97,18 @@ Reply ExtenderService::handle(Verb verb, std::string_view body, VerbSummary& sum
 }
 
 BindWaitStats ExtenderService::bind_wait_stats() const { return tracker_->stats(); }
+
+ExtenderService::AdmissionReply ExtenderService::admit(const std::string& review) const {
+  const std::shared_ptr<const Policy> policy = parts_.policies->current();
+  const ViewSchema& schema = policy->schema();
+  admission::SeenValues seen;
+  if (parts_.cluster)
+    parts_.cluster->visit_gpu_models([&](size_t label, std::string_view model) {
+      if (label < schema.node_gpu_model_labels.size()) seen[schema.node_gpu_model_labels[label]].emplace(model);
+    });
+  admission::AdmissionAnswer a = admission::admit_pod(review, schema, parts_.scheduler_names, seen);
+  return {a.status, std::move(a.body), std::move(a.detail)};
+}
 
 namespace verbs {
 

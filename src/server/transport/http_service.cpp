@@ -158,6 +158,27 @@ HttpService::HttpService(std::shared_ptr<const ExtenderService> service, const S
     });
     install_probe_routes(*metrics_server_);
   }
+  if (options_.webhook_port > 0) {
+    // The admission webhook: HTTPS (the API server calls webhooks over nothing else), no client
+    // certificate asked, one route. Admission reviews are small: the body limit is the same.
+    const bool own = !options_.webhook_tls_cert_file.empty();  // else the verbs' certificate
+    webhook_tls_ = std::make_unique<TlsCertificates>(own ? options_.webhook_tls_cert_file : options_.tls_cert_file,
+                                                     own ? options_.webhook_tls_key_file : options_.tls_key_file, "");
+    SslContextHandle ctx(SSL_CTX_new(TLS_server_method()));
+    if (!ctx || !webhook_tls_->configure(*ctx)) throw std::runtime_error("cannot serve the admission webhook over HTTPS");
+    webhook_server_ = std::make_unique<ConnectionServer>(connection_limits(options_), std::move(ctx));
+    configure(*webhook_server_, 2, 32, nullptr);
+    webhook_server_->set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+      ConnectionServer::headers_complete();
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
+    webhook_server_->Post("/mutate-pods", [this](const httplib::Request& req, httplib::Response& res) {
+      const ExtenderService::AdmissionReply reply = service_->admit(req.body);
+      spdlog::info("admission {}: {}", reply.status, reply.detail);
+      res.status = reply.status;
+      res.set_content(reply.body, "application/json");
+    });
+  }
 }
 
 HttpService::~HttpService() { metrics_->attach_server(nullptr); }  // its gauges read this object
@@ -348,20 +369,31 @@ Status HttpService::bind() {
   if (metrics_server_ && !metrics_server_->bind_to_port(options_.address, options_.metrics_port))
     return Status::failed("cannot listen on " + options_.address + ":" + std::to_string(options_.metrics_port) +
                           " (--metrics-port)");
+  if (webhook_server_ && !webhook_server_->bind_to_port(options_.address, options_.webhook_port))
+    return Status::failed("cannot listen on " + options_.address + ":" + std::to_string(options_.webhook_port) +
+                          " (--webhook-port)");
   for (const auto& [server, sock] : listening_sockets_) ::listen(sock, SOMAXCONN);  // a second listen() resizes the backlog
   return Status::done();
 }
 
 bool HttpService::serve() {
-  std::thread metrics_thread;
+  std::thread metrics_thread, webhook_thread;
   if (metrics_server_) metrics_thread = std::thread([this] {
     name_this_thread("metrics-port");
     metrics_server_->listen_after_bind();
+  });
+  if (webhook_server_) webhook_thread = std::thread([this] {
+    name_this_thread("webhook-port");
+    webhook_server_->listen_after_bind();
   });
   const bool ok = server_->listen_after_bind();
   if (metrics_server_) {
     metrics_server_->stop();
     metrics_thread.join();
+  }
+  if (webhook_server_) {
+    webhook_server_->stop();
+    webhook_thread.join();
   }
   return ok;
 }
@@ -369,6 +401,7 @@ bool HttpService::serve() {
 void HttpService::stop() {
   server_->stop();
   if (metrics_server_) metrics_server_->stop();
+  if (webhook_server_) webhook_server_->stop();
 }
 
 }  // namespace gpu_extender

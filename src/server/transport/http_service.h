@@ -64,6 +64,8 @@ class HttpService {
   std::unique_ptr<TlsCertificates> tls_;  // before server_: its SSL context points at it
   std::unique_ptr<ConnectionServer> server_;
   std::unique_ptr<ConnectionServer> metrics_server_;  // --metrics-port
+  std::unique_ptr<TlsCertificates> webhook_tls_;      // before webhook_server_, as tls_
+  std::unique_ptr<ConnectionServer> webhook_server_;  // --webhook-port
   std::atomic<WorkerPool*> workers_{nullptr};         // the verb server's workers (owned by it)
   mutable std::map<const httplib::Server*, int> listening_sockets_;  // to raise their listen backlog
   int port_ = 0;

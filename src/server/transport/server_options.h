@@ -29,6 +29,11 @@ struct ServerOptions {
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string tls_client_ca_file;
+  // The admission webhook (POST /mutate-pods) on a port of its own, HTTPS with this certificate and no
+  // client certificate asked (the API server shows none to webhooks); 0: not served.
+  int webhook_port = 0;
+  std::string webhook_tls_cert_file;
+  std::string webhook_tls_key_file;
 };
 
 }  // namespace gpu_extender
