@@ -32,13 +32,13 @@ render() {  # render FILE [helm values args...]
   } >"$file"
 }
 
-render "$out/gpu-extender.yaml" --set tls.enabled=false
+render "$out/gpu-extender.yaml" --set tls.enabled=false --set webhook.enabled=false
 for example in "$chart"/examples/*.yaml; do
   name=$(basename "$example" .yaml)
   if [ "$name" = cert-manager ]; then
     render "$out/examples/$name.yaml" -f "$example"
   else
-    render "$out/examples/$name.yaml" -f "$example" --set tls.enabled=false
+    render "$out/examples/$name.yaml" -f "$example" --set tls.enabled=false --set webhook.enabled=false
   fi
 done
 echo "render-manifests: wrote $out/gpu-extender.yaml and $(ls "$out/examples" | wc -l) examples" >&2

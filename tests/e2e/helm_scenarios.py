@@ -35,7 +35,8 @@ RELEASE_KINDS = [("/apis/apps/v1", "deployments", True), ("/api/v1", "services",
                  ("/apis/networking.k8s.io/v1", "networkpolicies", True),
                  ("/apis/policy/v1", "poddisruptionbudgets", True),
                  ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", False),
-                 ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False)]
+                 ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
+                 ("/apis/admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", False)]
 
 
 def helm(env, *args, check=True, stdout_only=False):
@@ -283,6 +284,7 @@ def helm_chart(env):
         helm(env, "install", RELEASE, CHART, "--create-namespace", *install)
         made = release_objects(env.api)
         assert ("deployments", FULLNAME) in made and ("deployments", SCHEDULER) in made, made
+        assert ("mutatingwebhookconfigurations", FULLNAME) in made, made  # accepted, CEL matchConditions too
         scheduler = env.api.get(f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/{SCHEDULER}")
         image = scheduler["spec"]["template"]["spec"]["containers"][0]["image"]
         assert image == f"registry.k8s.io/kube-scheduler:{version.split('+')[0]}", image  # the server's version

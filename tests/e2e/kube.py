@@ -26,6 +26,7 @@ KIND_PATHS = {
     "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices", False),
     "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
     "ResourceClaimTemplate": ("/apis/resource.k8s.io/v1", "resourceclaimtemplates", True),
+    "MutatingWebhookConfiguration": ("/apis/admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", False),
 }
 
 
@@ -33,6 +34,7 @@ class ApiError(Exception):
     def __init__(self, method, path, status, body):
         super().__init__(f"{method} {path}: HTTP {status}: {body[:400]}")
         self.status = status
+        self.body = body
 
 
 class Kube:

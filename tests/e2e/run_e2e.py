@@ -19,6 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import deployment  # noqa: E402
+import autoscaler_scenarios  # noqa: E402
 import helm_scenarios  # noqa: E402
 import objects  # noqa: E402
 import plane  # noqa: E402
@@ -33,6 +34,7 @@ class Env:
     def __init__(self, control_plane, extender_binary, helm=None):
         self.plane = control_plane
         self.helm = helm  # the real helm binary (tests/e2e/helm/build.sh), for the chart's scenario
+        self.repo = REPO
         self.api = control_plane.kube
         self.extender_binary = extender_binary
         self.minor = int(control_plane.version().split(".")[1])
@@ -95,7 +97,7 @@ def main():
     parser.add_argument("--helm", default=os.environ.get("HELM", ""), help="the helm binary (helm/build.sh)")
     args = parser.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="gpu-extender-e2e.")
-    every = [*scenarios.SCENARIOS, *helm_scenarios.SCENARIOS]
+    every = [*scenarios.SCENARIOS, *autoscaler_scenarios.SCENARIOS, *helm_scenarios.SCENARIOS]
     chosen = [s for s in every if not args.only or s.__name__ in args.only.split(",")]
     if any(s in helm_scenarios.SCENARIOS for s in chosen) and not os.access(args.helm, os.X_OK):
         parser.error("the chart's scenario needs --helm (or $HELM): tests/e2e/helm/build.sh builds it")

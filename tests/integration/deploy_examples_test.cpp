@@ -59,8 +59,21 @@ TEST_CASE("deploy: with TLS, mutual TLS is served on its own Service port, probe
   std::map<std::string, std::string> service_ports, container_ports;  // name -> port
   for (const auto& port : (*service)["spec"]["ports"]) service_ports[port["name"].as<std::string>()] = port["port"].as<std::string>();
   for (const auto& port : container["ports"]) container_ports[port["name"].as<std::string>()] = port["containerPort"].as<std::string>();
-  CHECK(service_ports == std::map<std::string, std::string>{{"https", "8443"}, {"metrics", "9090"}});
-  CHECK(container_ports == std::map<std::string, std::string>{{"https", "8443"}, {"metrics", "9090"}});
+  const std::map<std::string, std::string> expected_ports{{"https", "8443"}, {"metrics", "9090"}, {"webhook", "9443"}};
+  CHECK(service_ports == expected_ports);
+  CHECK(container_ports == expected_ports);
+  // The admission webhook: the API server calls the Service's webhook port, served with the same
+  // certificate (it names the Service), its CA injected by cert-manager.
+  CHECK(arg_value(container, "webhook-port") == "9443");
+  CHECK(arg_value(container, "webhook-tls-cert-file").empty());
+  const YAML::Node* hook = find(docs, "MutatingWebhookConfiguration", "gpu-extender");
+  REQUIRE(hook);
+  const YAML::Node client = (*hook)["webhooks"][0]["clientConfig"];
+  CHECK(client["service"]["name"].as<std::string>() == (*service)["metadata"]["name"].as<std::string>());
+  CHECK(client["service"]["port"].as<std::string>() == service_ports["webhook"]);
+  CHECK(client["service"]["path"].as<std::string>() == "/mutate-pods");
+  CHECK((*hook)["metadata"]["annotations"]["cert-manager.io/inject-ca-from"].as<std::string>() == "gpu-extender/gpu-extender-tls");
+  CHECK((*hook)["webhooks"][0]["failurePolicy"].as<std::string>() == "Ignore");
   CHECK(arg_value(container, "port") == "8443");
   // Certificate, key and client CA all come from the extender's Secret.
   for (const char* flag : {"tls-cert-file", "tls-key-file", "tls-client-ca-file"}) {

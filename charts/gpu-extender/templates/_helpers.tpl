@@ -65,6 +65,13 @@ newer than the API server), unless scheduler.image.tag names one.
 {{- printf "%s:%s" .Values.scheduler.image.repository $tag -}}
 {{- end -}}
 
+{{/* The webhook needs the certificates TLS brings: refused with a message otherwise. */}}
+{{- define "gpu-extender.checkWebhook" -}}
+{{- if and .Values.webhook.enabled (not .Values.tls.enabled) -}}
+{{- fail "webhook.enabled needs tls.enabled: the API server calls admission webhooks over HTTPS, with the chart's CA (or set webhook.enabled=false)" -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "gpu-extender.image" -}}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
 {{- end -}}
@@ -139,4 +146,63 @@ out preempt (the extender cannot judge victims on nodes it did not watch).
       ignoredByScheduler: false
     {{- end }}
   {{- end }}
+{{- end -}}
+
+{{/*
+The MutatingWebhookConfiguration of the admission webhook (values `webhook`): GPU annotations written
+into pods as node affinity, for autoscalers. Called with (dict "ctx" . "caBundle" B64 "annotations" MAP)
+from the template that knows the CA: the chart's own (tls-secrets.yaml) or cert-manager's (injected).
+*/}}
+{{- define "gpu-extender.webhookConfiguration" -}}
+{{- $ := .ctx -}}
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata:
+  name: {{ include "gpu-extender.fullname" $ }}
+  labels:
+    {{- include "gpu-extender.labels" $ | nindent 4 }}
+    app.kubernetes.io/name: gpu-extender
+  {{- with .annotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+webhooks:
+  - name: node-affinity.gpu-extender.nvidia.com
+    admissionReviewVersions: ["v1"]
+    sideEffects: None
+    # Ignore: a pod created while the extender is down is created as before (the extender still refuses
+    # wrong nodes at /filter); Fail would stop every pod creation in opted-in namespaces instead.
+    failurePolicy: {{ $.Values.webhook.failurePolicy }}
+    timeoutSeconds: {{ $.Values.webhook.timeoutSeconds }}
+    reinvocationPolicy: Never
+    clientConfig:
+      service:
+        name: {{ include "gpu-extender.fullname" $ }}
+        namespace: {{ $.Release.Namespace }}
+        path: /mutate-pods
+        port: {{ $.Values.webhook.port }}
+      {{- with .caBundle }}
+      caBundle: {{ . }}
+      {{- end }}
+    rules:
+      - apiGroups: [""]
+        apiVersions: ["v1"]
+        operations: ["CREATE"]
+        resources: ["pods"]
+        scope: Namespaced
+    namespaceSelector:
+      {{- toYaml $.Values.webhook.namespaceSelector | nindent 6 }}
+    # Only the pods the extender schedules are sent (the API server evaluates this, 1.30+).
+    matchConditions:
+      - name: gpu-scheduler-pods
+        expression: {{ printf "has(object.spec.schedulerName) && object.spec.schedulerName in %s" (include "gpu-extender.schedulerNamesCel" $) | quote }}
+{{- end -}}
+
+{{/* The extender's scheduler names as a CEL list: ['gpu-scheduler', 'my-scheduler']. */}}
+{{- define "gpu-extender.schedulerNamesCel" -}}
+{{- $names := list -}}
+{{- range (prepend .Values.extender.extraSchedulerNames (include "gpu-extender.schedulerName" .)) -}}
+{{- $names = append $names (printf "'%s'" .) -}}
+{{- end -}}
+[{{ join ", " $names }}]
 {{- end -}}

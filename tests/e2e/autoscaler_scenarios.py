@@ -1,0 +1,109 @@
+"""What autoscalers see of the extender's rules, on the real control plane: the admission webhook writes a GPU
+pod's annotations into its spec as required node affinity (the chart's MutatingWebhookConfiguration, as
+rendered, pointed at the extender on loopback), the real API server calls it on pod creation, and the real
+scheduler places the pod through the extender on nodes described only by Karpenter's AWS labels (as a node
+Karpenter has just launched is, before GPU Feature Discovery runs there)."""
+import base64
+import copy
+import os
+import time
+
+import yaml
+
+import kube
+import plane
+from objects import GPU, make_node, node_of, pod, wait_pod_bound
+
+NAMESPACE, OTHER = "autoscale", "autoscale-off"
+OPT_IN = {"gpu.nvidia.com/node-affinity": "enabled"}
+
+
+def rendered_webhook(repo):
+    """The chart's MutatingWebhookConfiguration, as rendered into manifests/examples/cert-manager.yaml."""
+    with open(os.path.join(repo, "manifests", "examples", "cert-manager.yaml")) as f:
+        [config] = [d for d in yaml.safe_load_all(f) if d and d["kind"] == "MutatingWebhookConfiguration"]
+    return config
+
+
+def karpenter_node(api, name, gpu_name, memory_mib, gpus=8):
+    """A node as Karpenter launches it on AWS: its instance type's GPU in Karpenter's labels, no GFD labels yet."""
+    make_node(api, name, {"karpenter.k8s.aws/instance-gpu-name": gpu_name,
+                          "karpenter.k8s.aws/instance-gpu-memory": str(memory_mib),
+                          "karpenter.k8s.aws/instance-gpu-count": str(gpus),
+                          "karpenter.sh/nodepool": "gpu"}, {GPU: str(gpus)})
+
+
+def terms_of(p):
+    affinity = p["spec"].get("affinity", {}).get("nodeAffinity", {})
+    return affinity.get("requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms", [])
+
+
+def webhook_node_affinity(env):
+    started = time.monotonic()
+    port = plane.free_port()
+    pki = env.plane.pki
+    # The extender's webhook serves the control plane's loopback certificate (127.0.0.1, signed by its CA).
+    extender = env.deploy("names", extender_args=["--webhook-port", str(port),
+                                                  "--webhook-tls-cert-file", os.path.join(pki, "apiserver.crt"),
+                                                  "--webhook-tls-key-file", os.path.join(pki, "apiserver.key")])
+    config = copy.deepcopy(rendered_webhook(env.repo))
+    config["metadata"] = {"name": "e2e-gpu-extender"}
+    with open(os.path.join(pki, "ca.crt"), "rb") as ca:
+        bundle = base64.b64encode(ca.read()).decode()
+    [hook] = config["webhooks"]
+    hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-pods", "caBundle": bundle}
+    hook["failurePolicy"] = "Fail"  # here a webhook not called is a failure to see
+    path = env.api.object_path("MutatingWebhookConfiguration", None, "e2e-gpu-extender")
+    try:
+        env.api.create(config)
+        for ns, labels in ((NAMESPACE, OPT_IN), (OTHER, {})):
+            env.api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}},
+                           ok_exists=True)
+        karpenter_node(env.api, "kp-a100", "a100", 40960)
+        karpenter_node(env.api, "kp-h100", "h100", 81920)
+
+        def create_h100(ns, name):
+            # The API server may take a moment to see the new configuration: retried until the pod is mutated.
+            env.api.create(pod(ns, name, {GPU: "8"}, {"gpu.nvidia.com/model": "H100"}))
+            return env.api.pod(ns, name)
+        created = create_h100(NAMESPACE, "h100-first")
+        attempt = 0
+        while not terms_of(created) and attempt < 20:  # the webhook's configuration reaches the API server's cache
+            env.api.delete(f"/api/v1/namespaces/{NAMESPACE}/pods/{created['metadata']['name']}", 0)
+            time.sleep(0.25)
+            attempt += 1
+            created = create_h100(NAMESPACE, f"h100-{attempt}")
+        terms = terms_of(created)
+        assert terms, "the API server did not call the webhook"
+        keys = {r["key"]: r["values"] for t in terms for r in t["matchExpressions"]}
+        assert keys["karpenter.k8s.aws/instance-gpu-name"] == ["h100"], keys
+        assert keys["cloud.google.com/gke-accelerator"] == ["nvidia-h100-80gb", "nvidia-h100-mega-80gb"], keys
+        assert created["metadata"]["annotations"]["gpu.nvidia.com/node-affinity-added"] == "true"
+        # The real scheduler places it through the extender on the node its Karpenter labels describe.
+        got = node_of(wait_pod_bound(env.api, NAMESPACE, created["metadata"]["name"], 60))
+        assert got == "kp-h100", got
+        # 80 GiB a GPU: only a memory label can say so, and a100's says 40960.
+        env.api.create(pod(NAMESPACE, "big-memory", {GPU: "4"}, {"gpu.nvidia.com/memory": "81920"}))
+        big = env.api.pod(NAMESPACE, "big-memory")
+        assert all(any(r["key"].endswith("memory") and r["operator"] == "Gt" for r in t["matchExpressions"])
+                   for t in terms_of(big)), terms_of(big)
+        # Invalid GPU annotations: refused at creation, naming the annotation.
+        try:
+            env.api.create(pod(NAMESPACE, "bad", {GPU: "1"}, {"gpu.nvidia.com/memory": "40GB"}))
+            raise AssertionError("a pod with gpu.nvidia.com/memory: 40GB was admitted")
+        except kube.ApiError as error:
+            assert error.status == 400 and "gpu.nvidia.com/memory" in error.body, error
+        # A namespace that did not opt in, and a pod of another scheduler: unchanged.
+        env.api.create(pod(OTHER, "untouched", {GPU: "1"}, {"gpu.nvidia.com/model": "H100"}))
+        assert not terms_of(env.api.pod(OTHER, "untouched"))
+        env.api.create(pod(NAMESPACE, "default-sched", {"cpu": "1"}, {"gpu.nvidia.com/model": "H100"},
+                           scheduler="default-scheduler"))
+        assert not terms_of(env.api.pod(NAMESPACE, "default-sched"))
+        admitted = extender.metric("gpu_extender_requests_total")  # the verbs only; the webhook logs its own
+    finally:
+        env.api.delete(path)
+    return {"pods placed": 1, "mutation retries": attempt, "verb requests": int(admitted),
+            "seconds": time.monotonic() - started}
+
+
+SCENARIOS = [webhook_node_affinity]
