@@ -10,6 +10,7 @@ import time
 
 import yaml
 
+import karpenter_harness
 import kube
 import plane
 from objects import GPU, make_node, node_of, pod, wait_pod_bound
@@ -38,8 +39,10 @@ def terms_of(p):
     return affinity.get("requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms", [])
 
 
-def webhook_node_affinity(env):
-    started = time.monotonic()
+def deploy_with_webhook(env):
+    """The extender and scheduler (names mode) with the webhook on; the chart's MutatingWebhookConfiguration,
+    as rendered, pointed at it on loopback; the opted-in and the other namespace. Returns the extender and
+    the configuration's path (to delete)."""
     port = plane.free_port()
     pki = env.plane.pki
     # The extender's webhook serves the control plane's loopback certificate (127.0.0.1, signed by its CA).
@@ -53,12 +56,17 @@ def webhook_node_affinity(env):
     [hook] = config["webhooks"]
     hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-pods", "caBundle": bundle}
     hook["failurePolicy"] = "Fail"  # here a webhook not called is a failure to see
-    path = env.api.object_path("MutatingWebhookConfiguration", None, "e2e-gpu-extender")
+    env.api.create(config)
+    for ns, labels in ((NAMESPACE, OPT_IN), (OTHER, {})):
+        env.api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}},
+                       ok_exists=True)
+    return extender, env.api.object_path("MutatingWebhookConfiguration", None, "e2e-gpu-extender")
+
+
+def webhook_node_affinity(env):
+    started = time.monotonic()
+    extender, path = deploy_with_webhook(env)
     try:
-        env.api.create(config)
-        for ns, labels in ((NAMESPACE, OPT_IN), (OTHER, {})):
-            env.api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}},
-                           ok_exists=True)
         karpenter_node(env.api, "kp-a100", "a100", 40960)
         karpenter_node(env.api, "kp-h100", "h100", 81920)
 
@@ -106,4 +114,47 @@ def webhook_node_affinity(env):
             "seconds": time.monotonic() - started}
 
 
-SCENARIOS = [webhook_node_affinity]
+def gpu_pod(name, annotations, gpus=8):
+    """A pod of gpu-scheduler asking `gpus` GPUs, tolerating the GPU NodePool's taint."""
+    p = pod(NAMESPACE, name, {GPU: str(gpus)}, annotations)
+    p["spec"]["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    return p
+
+
+def karpenter_launches_the_gpu_asked(env):
+    """Real Karpenter (kwok provider) with a NodePool of an A100 and a dearer H100 8-GPU instance type: a pod
+    asking H100 by annotation gets an H100 node launched (the webhook's affinity is what Karpenter reads) and is
+    bound there by the extender; a pod asking no model gets the cheapest; a pod asking 80 GiB a GPU gets an
+    H100; no node is launched that the extender then refuses."""
+    if not env.karpenter:
+        return {"skipped": "no Karpenter given (--karpenter; tests/e2e/run.sh builds it with karpenter/build.sh)"}
+    started = time.monotonic()
+    extender, path = deploy_with_webhook(env)
+    karpenter = karpenter_harness.Karpenter(env, *env.karpenter)
+    placed = {}
+    try:
+        for name, annotations in (("wants-h100", {"gpu.nvidia.com/model": "H100"}), ("wants-any", {}),
+                                  ("wants-80g", {"gpu.nvidia.com/memory": "81920"})):
+            t0 = time.monotonic()
+            env.api.create(gpu_pod(name, annotations))
+            node_name = node_of(wait_pod_bound(env.api, NAMESPACE, name, 180))
+            node = env.api.get(f"/api/v1/nodes/{node_name}")
+            placed[name] = (node["metadata"]["labels"].get("karpenter.k8s.aws/instance-gpu-name"),
+                            round(time.monotonic() - t0, 1))
+        assert placed["wants-h100"][0] == "h100", placed
+        assert placed["wants-any"][0] == "a100", placed  # the cheapest that fits, as Karpenter chooses
+        assert placed["wants-80g"][0] == "h100", placed
+        launched = sorted(n["metadata"]["labels"].get("karpenter.k8s.aws/instance-gpu-name") for n in karpenter.launched())
+        assert launched == ["a100", "h100", "h100"], f"launched {launched}: one a node the extender refused"
+        binds = extender.metric("gpu_extender_binds_total", result="bound")
+        assert binds == 3, f"the extender bound {binds} pods, not 3"
+    finally:
+        karpenter.stop()
+        env.api.delete(path)
+    return {"pods placed": 3, "nodes launched": 3,
+            "seconds to bound (h100, any, 80g)": "/".join(str(placed.get(n, ("", "-"))[1]) for n in
+                                                          ("wants-h100", "wants-any", "wants-80g")),
+            "seconds": time.monotonic() - started}
+
+
+SCENARIOS = [webhook_node_affinity, karpenter_launches_the_gpu_asked]

@@ -27,6 +27,10 @@ KIND_PATHS = {
     "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
     "ResourceClaimTemplate": ("/apis/resource.k8s.io/v1", "resourceclaimtemplates", True),
     "MutatingWebhookConfiguration": ("/apis/admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", False),
+    "CustomResourceDefinition": ("/apis/apiextensions.k8s.io/v1", "customresourcedefinitions", False),
+    "NodePool": ("/apis/karpenter.sh/v1", "nodepools", False),
+    "NodeClaim": ("/apis/karpenter.sh/v1", "nodeclaims", False),
+    "KWOKNodeClass": ("/apis/karpenter.kwok.sh/v1alpha1", "kwoknodeclasses", False),
 }
 
 

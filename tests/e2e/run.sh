@@ -17,13 +17,15 @@ versions=("$@")
 [ ${#versions[@]} -gt 0 ] || mapfile -t versions < <(grep -v '^#' "$here/controlplane/versions" | grep .)
 bins=$("$here/controlplane/build.sh" "${versions[@]}") || { echo "run.sh: building the control planes failed" >&2; exit 1; }
 helm=$("$here/helm/build.sh") || { echo "run.sh: building helm failed" >&2; exit 1; }
+karpenter_out=$("$here/karpenter/build.sh") || { echo "run.sh: building Karpenter failed" >&2; exit 1; }
+karpenter="$(awk '$1 == "bin" {print $2}' <<<"$karpenter_out"):$(awk '$1 == "module" {print $2}' <<<"$karpenter_out")"
 
 status=0
 summary=()
 for v in "${versions[@]}"; do
   bin=$(awk -v v="$v" '$1 == "bin" && $2 == v {print $3}' <<<"$bins")
   log=$(mktemp)
-  "$python" "$here/run_e2e.py" --bin "$bin" --extender "$extender" --helm "$helm" 2>&1 | tee "$log"
+  "$python" "$here/run_e2e.py" --bin "$bin" --extender "$extender" --helm "$helm" --karpenter "$karpenter" 2>&1 | tee "$log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   summary+=("$(grep -E "^e2e v[^ ]+: [0-9]+/[0-9]+ scenarios" "$log" || echo "e2e v$v: did not finish")")
   rm -f "$log"

@@ -31,10 +31,11 @@ REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 class Env:
     """What a scenario works with: the API, the release's minor version, and deploy/reset."""
 
-    def __init__(self, control_plane, extender_binary, helm=None):
+    def __init__(self, control_plane, extender_binary, helm=None, karpenter=None):
         self.plane = control_plane
         self.helm = helm  # the real helm binary (tests/e2e/helm/build.sh), for the chart's scenario
         self.repo = REPO
+        self.karpenter = karpenter  # (binary, module folder) of Karpenter's kwok provider, or None
         self.api = control_plane.kube
         self.extender_binary = extender_binary
         self.minor = int(control_plane.version().split(".")[1])
@@ -95,6 +96,8 @@ def main():
     parser.add_argument("--work", default=None, help="where logs go (default: a new folder under /tmp)")
     parser.add_argument("--only", default="", help="comma-separated scenario names")
     parser.add_argument("--helm", default=os.environ.get("HELM", ""), help="the helm binary (helm/build.sh)")
+    parser.add_argument("--karpenter", default=os.environ.get("KARPENTER", ""),
+                        help="Karpenter's kwok binary and its module folder, as 'BIN:DIR' (karpenter/build.sh)")
     args = parser.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="gpu-extender-e2e.")
     every = [*scenarios.SCENARIOS, *autoscaler_scenarios.SCENARIOS, *helm_scenarios.SCENARIOS]
@@ -107,7 +110,8 @@ def main():
     failures, skipped = [], []
     placed = 0
     try:
-        env = Env(control_plane, os.path.abspath(args.extender), args.helm)
+        env = Env(control_plane, os.path.abspath(args.extender), args.helm,
+                  tuple(args.karpenter.split(":", 1)) if args.karpenter else None)
         version = control_plane.version()
         print(f"e2e {version}: control plane up in {time.monotonic() - started:.1f}s (work folder {work})", flush=True)
         for scenario in chosen:
