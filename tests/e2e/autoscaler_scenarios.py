@@ -13,7 +13,7 @@ import yaml
 import karpenter_harness
 import kube
 import plane
-from objects import GPU, make_node, node_of, pod, wait_pod_bound
+from objects import GPU, make_node, node_of, pod, unschedulable_message, wait_pod_bound
 
 NAMESPACE, OTHER = "autoscale", "autoscale-off"
 OPT_IN = {"gpu.nvidia.com/node-affinity": "enabled"}
@@ -125,7 +125,8 @@ def karpenter_launches_the_gpu_asked(env):
     """Real Karpenter (kwok provider) with a NodePool of an A100 and a dearer H100 8-GPU instance type: a pod
     asking H100 by annotation gets an H100 node launched (the webhook's affinity is what Karpenter reads) and is
     bound there by the extender; a pod asking no model gets the cheapest; a pod asking 80 GiB a GPU gets an
-    H100; no node is launched that the extender then refuses."""
+    H100; no node is launched that the extender then refuses. Without the webhook (a namespace that did not
+    opt in) the H100 pod gets the cheaper A100 launched, which the extender refuses: the failure it closes."""
     if not env.karpenter:
         return {"skipped": "no Karpenter given (--karpenter; tests/e2e/run.sh builds it with karpenter/build.sh)"}
     started = time.monotonic()
@@ -148,10 +149,22 @@ def karpenter_launches_the_gpu_asked(env):
         assert launched == ["a100", "h100", "h100"], f"launched {launched}: one a node the extender refused"
         binds = extender.metric("gpu_extender_binds_total", result="bound")
         assert binds == 3, f"the extender bound {binds} pods, not 3"
+        # The gap the webhook closes: in a namespace that did not opt in, the same H100 pod makes Karpenter
+        # launch the cheapest 8-GPU node, an A100, which the extender refuses; the pod stays Pending.
+        unmutated = gpu_pod("no-webhook-h100", {"gpu.nvidia.com/model": "H100"})
+        unmutated["metadata"]["namespace"] = OTHER
+        env.api.create(unmutated)
+        kube.wait_for("a fourth node launched", lambda: len(karpenter.launched()) == 4, 120)
+        fourth = sorted(n["metadata"]["labels"].get("karpenter.k8s.aws/instance-gpu-name") for n in karpenter.launched())
+        assert fourth == ["a100", "a100", "h100", "h100"], fourth
+        message = unschedulable_message(env.api, OTHER, "no-webhook-h100", 60)
+        kube.wait_for("the extender's refusal of the A100 node", lambda: "does not match requested H100" in
+                      unschedulable_message(env.api, OTHER, "no-webhook-h100", 60), 60)
+        assert not node_of(env.api.pod(OTHER, "no-webhook-h100")), message
     finally:
         karpenter.stop()
         env.api.delete(path)
-    return {"pods placed": 3, "nodes launched": 3,
+    return {"pods placed": 3, "nodes launched (with the webhook, without)": "3, 1",
             "seconds to bound (h100, any, 80g)": "/".join(str(placed.get(n, ("", "-"))[1]) for n in
                                                           ("wants-h100", "wants-any", "wants-80g")),
             "seconds": time.monotonic() - started}
