@@ -170,4 +170,41 @@ def karpenter_launches_the_gpu_asked(env):
             "seconds": time.monotonic() - started}
 
 
-SCENARIOS = [webhook_node_affinity, karpenter_launches_the_gpu_asked]
+def karpenter_group_all_or_nothing(env):
+    """A group of 4 x 8 GPUs (the extender's group annotations, no topology constraint) on an empty NodePool:
+    Karpenter launches a node for each member (each fits no node alone), and the extender binds all four,
+    whole: no poll ever sees the group part-bound for long, and it ends bound."""
+    if not env.karpenter:
+        return {"skipped": "no Karpenter given (--karpenter; tests/e2e/run.sh builds it with karpenter/build.sh)"}
+    started = time.monotonic()
+    extender, path = deploy_with_webhook(env)
+    karpenter = karpenter_harness.Karpenter(env, *env.karpenter)
+    try:
+        group = {"gpu.nvidia.com/group": "trainer", "gpu.nvidia.com/group-size": "4", "gpu.nvidia.com/model": "H100"}
+        for i in range(4):
+            env.api.create(gpu_pod(f"trainer-{i}", group))
+        part_bound = 0
+
+        def bound_group():
+            nonlocal part_bound
+            members = [p for p in env.api.pods(NAMESPACE) if p["metadata"]["name"].startswith("trainer-")]
+            count = len([p for p in members if node_of(p)])
+            part_bound += 0 < count < 4
+            return members if count == 4 else None
+        pods = kube.wait_for("the group bound", bound_group, 180)
+        nodes = {node_of(p) for p in pods}
+        assert len(nodes) == 4, f"4 members of 8 GPUs on {len(nodes)} nodes"
+        names = [env.api.get(f"/api/v1/nodes/{n}")["metadata"]["labels"].get("karpenter.k8s.aws/instance-gpu-name")
+                 for n in nodes]
+        assert names == ["h100"] * 4, names
+        assert len(karpenter.launched()) == 4, "a node launched for nothing"
+        binds = extender.metric("gpu_extender_binds_total", result="bound")
+        assert binds == 4, binds
+    finally:
+        karpenter.stop()
+        env.api.delete(path)
+    return {"pods placed": 4, "nodes launched": 4, "polls seeing the group part-bound": part_bound,
+            "seconds": time.monotonic() - started}
+
+
+SCENARIOS = [webhook_node_affinity, karpenter_launches_the_gpu_asked, karpenter_group_all_or_nothing]
