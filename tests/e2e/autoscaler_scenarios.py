@@ -56,11 +56,13 @@ def deploy_with_webhook(env):
     [hook] = config["webhooks"]
     hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-pods", "caBundle": bundle}
     hook["failurePolicy"] = "Fail"  # here a webhook not called is a failure to see
+    path = env.api.object_path("MutatingWebhookConfiguration", None, "e2e-gpu-extender")
+    env.api.delete(path)  # one an interrupted run left
     env.api.create(config)
     for ns, labels in ((NAMESPACE, OPT_IN), (OTHER, {})):
         env.api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}},
                        ok_exists=True)
-    return extender, env.api.object_path("MutatingWebhookConfiguration", None, "e2e-gpu-extender")
+    return extender, path
 
 
 def webhook_node_affinity(env):
@@ -131,9 +133,10 @@ def karpenter_launches_the_gpu_asked(env):
         return {"skipped": "no Karpenter given (--karpenter; tests/e2e/run.sh builds it with karpenter/build.sh)"}
     started = time.monotonic()
     extender, path = deploy_with_webhook(env)
-    karpenter = karpenter_harness.Karpenter(env, *env.karpenter)
+    karpenter = None
     placed = {}
     try:
+        karpenter = karpenter_harness.Karpenter(env, *env.karpenter)
         for name, annotations in (("wants-h100", {"gpu.nvidia.com/model": "H100"}), ("wants-any", {}),
                                   ("wants-80g", {"gpu.nvidia.com/memory": "81920"})):
             t0 = time.monotonic()
@@ -162,7 +165,8 @@ def karpenter_launches_the_gpu_asked(env):
                       unschedulable_message(env.api, OTHER, "no-webhook-h100", 60), 60)
         assert not node_of(env.api.pod(OTHER, "no-webhook-h100")), message
     finally:
-        karpenter.stop()
+        if karpenter:
+            karpenter.stop()
         env.api.delete(path)
     return {"pods placed": 3, "nodes launched (with the webhook, without)": "3, 1",
             "seconds to bound (h100, any, 80g)": "/".join(str(placed.get(n, ("", "-"))[1]) for n in
@@ -178,8 +182,9 @@ def karpenter_group_all_or_nothing(env):
         return {"skipped": "no Karpenter given (--karpenter; tests/e2e/run.sh builds it with karpenter/build.sh)"}
     started = time.monotonic()
     extender, path = deploy_with_webhook(env)
-    karpenter = karpenter_harness.Karpenter(env, *env.karpenter)
+    karpenter = None
     try:
+        karpenter = karpenter_harness.Karpenter(env, *env.karpenter)
         group = {"gpu.nvidia.com/group": "trainer", "gpu.nvidia.com/group-size": "4", "gpu.nvidia.com/model": "H100"}
         for i in range(4):
             env.api.create(gpu_pod(f"trainer-{i}", group))
@@ -201,7 +206,8 @@ def karpenter_group_all_or_nothing(env):
         binds = extender.metric("gpu_extender_binds_total", result="bound")
         assert binds == 4, binds
     finally:
-        karpenter.stop()
+        if karpenter:
+            karpenter.stop()
         env.api.delete(path)
     return {"pods placed": 4, "nodes launched": 4, "polls seeing the group part-bound": part_bound,
             "seconds": time.monotonic() - started}

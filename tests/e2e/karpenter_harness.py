@@ -31,7 +31,8 @@ def install_crds(api, module_dir):
     def established():
         for name in names:
             crd = api.get(api.object_path("CustomResourceDefinition", None, name))
-            if not any(c["type"] == "Established" and c["status"] == "True" for c in crd.get("status", {}).get("conditions", [])):
+            conditions = (crd.get("status") or {}).get("conditions") or []  # null until the API server sets them
+            if not any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
                 return False
         return True
     kube.wait_for("Karpenter's CRDs established", established, 30)
