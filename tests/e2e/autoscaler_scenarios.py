@@ -13,7 +13,7 @@ import yaml
 import karpenter_harness
 import kube
 import plane
-from objects import GPU, make_node, node_of, pod, unschedulable_message, wait_pod_bound
+from objects import GPU, make_node, node_of, pod, replica_set, unschedulable_message, wait_bound, wait_pod_bound
 
 NAMESPACE, OTHER = "autoscale", "autoscale-off"
 OPT_IN = {"gpu.nvidia.com/node-affinity": "enabled"}
@@ -213,4 +213,51 @@ def karpenter_group_all_or_nothing(env):
             "seconds": time.monotonic() - started}
 
 
-SCENARIOS = [webhook_node_affinity, karpenter_launches_the_gpu_asked, karpenter_group_all_or_nothing]
+def karpenter_consolidation_respects_the_gpu(env):
+    """Consolidation (WhenEmptyOrUnderutilized) with an A100 node and an H100 node each half used, by a
+    ReplicaSet's pod asking no model and one asking H100: Karpenter removes the A100 node and the model-less
+    pod moves onto the H100 node's free GPUs, where the extender accepts it; the H100 pod is never moved onto
+    the A100 node (its spec, as the webhook wrote it, forbids it), which the extender would refuse."""
+    if not env.karpenter:
+        return {"skipped": "no Karpenter given (--karpenter; tests/e2e/run.sh builds it with karpenter/build.sh)"}
+    started = time.monotonic()
+    extender, path = deploy_with_webhook(env)
+    karpenter = None
+    wrong = []
+    try:
+        karpenter = karpenter_harness.Karpenter(env, *env.karpenter, disruption={
+            "consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s"})
+
+        def replicas(name, annotations):
+            rs = replica_set(NAMESPACE, name, 1, {GPU: "4"}, annotations)
+            rs["spec"]["template"]["spec"]["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists",
+                                                              "effect": "NoSchedule"}]
+            env.api.create(rs)
+            return wait_bound(env.api, NAMESPACE, 1, 180, selector=f"app={name}")
+
+        gpu_of = lambda node: env.api.get(f"/api/v1/nodes/{node}")["metadata"]["labels"].get(
+            "karpenter.k8s.aws/instance-gpu-name")
+        [first] = replicas("any-gpu", {})
+        assert gpu_of(node_of(first)) == "a100", "the model-less pod should get the cheaper A100 first"
+        [h100] = replicas("h100", {"gpu.nvidia.com/model": "H100"})
+        assert gpu_of(node_of(h100)) == "h100"
+
+        def consolidated():
+            for p in env.api.pods(NAMESPACE, "app=h100"):
+                if node_of(p) and gpu_of(node_of(p)) != "h100":
+                    wrong.append(node_of(p))
+            names = [n["metadata"]["labels"].get("karpenter.k8s.aws/instance-gpu-name") for n in karpenter.launched()
+                     if not n["metadata"].get("deletionTimestamp")]
+            moved = [p for p in env.api.pods(NAMESPACE, "app=any-gpu") if node_of(p) and not p["metadata"].get("deletionTimestamp")]
+            return names == ["h100"] and moved and gpu_of(node_of(moved[0])) == "h100"
+        kube.wait_for("consolidation onto the H100 node", consolidated, 240, interval=0.5)
+        assert not wrong, f"the H100 pod was moved onto {wrong}"
+    finally:
+        if karpenter:
+            karpenter.stop()
+        env.api.delete(path)
+    return {"pods placed": 3, "seconds": time.monotonic() - started}
+
+
+SCENARIOS = [webhook_node_affinity, karpenter_launches_the_gpu_asked, karpenter_group_all_or_nothing,
+             karpenter_consolidation_respects_the_gpu]
