@@ -79,7 +79,8 @@ DraGpuSummary DraGpuSummary::of(const DraSlices& slices) {
       std::transform(family.begin(), family.end(), family.begin(), [](unsigned char c) { return std::tolower(c); });
       if (!family.empty()) families.push_back(family);
       if (gpu.memory_bytes < 0) all_memory = false;
-      else if (!s.memory_mib || gpu.memory_bytes / (1024 * 1024) < *s.memory_mib) s.memory_mib = gpu.memory_bytes / (1024 * 1024);
+      else if (constexpr int64_t kMiB = int64_t{1} << 20; !s.memory_mib || gpu.memory_bytes / kMiB < *s.memory_mib)
+        s.memory_mib = gpu.memory_bytes / kMiB;
     }
   if (!all_memory) s.memory_mib.reset();
   s.model = most_common(models);

@@ -137,7 +137,7 @@ void decode_pod_metadata(od::value metadata, const ViewSchema& schema, PodReques
     } else if (equals_ignore_case(key, "deletionTimestamp")) {
       od::value stamp = take(f.value(), "deletionTimestamp", "a string");
       if (!take_null(stamp, "deletionTimestamp"))
-        out.terminating = !take_string(std::move(stamp), "deletionTimestamp").empty();
+        out.terminating = !take_string(od::value(stamp), "deletionTimestamp").empty();
     } else if (equals_ignore_case(key, "labels")) {
       std::array<std::optional<std::string_view>, ViewSchema::kMaxLabelsPerFact> values;
       if (!read_map(f.value(), "labels", keys.labels, values)) continue;
@@ -187,9 +187,9 @@ void decode_pod_claims(od::value list, PodRequest& out) {
       const std::string_view key = field_key(f, at);
       od::value v = take(f.value(), key, "a string");
       if (take_null(v, key)) continue;
-      if (key == "resourceClaimName") ref.claim = take_string(std::move(v), at + ".resourceClaimName");
-      else if (key == "resourceClaimTemplateName") ref.claim_template = take_string(std::move(v), at + ".resourceClaimTemplateName");
-      else validate_value(std::move(v), key);
+      if (key == "resourceClaimName") ref.claim = take_string(od::value(v), at + ".resourceClaimName");
+      else if (key == "resourceClaimTemplateName") ref.claim_template = take_string(od::value(v), at + ".resourceClaimTemplateName");
+      else validate_value(v, key);
     }
     if (!ref.claim.empty() || !ref.claim_template.empty()) out.claims.push_back(ref);
   }

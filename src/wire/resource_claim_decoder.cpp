@@ -35,7 +35,7 @@ void for_each_field(od::value value, std::string_view field, Each&& each) {
 // where `type` is the value of `type_field` ("kind" or "resource").
 template <typename Each>
 void for_each_reference(od::value refs, const std::string& field, std::string_view type_field, Each&& each) {
-  for_each_item(std::move(refs), field, [&](od::value ref, const std::string& at) {
+  for_each_item(refs, field, [&](od::value ref, const std::string& at) {
     std::string_view type, uid;
     for_each_field(ref, at, [&](std::string_view key, auto value) {
       if (key == type_field) type = take_string(value, at + "." + std::string(type_field));

@@ -88,7 +88,7 @@ void decode_spec(od::value spec, const ViewSchema& schema, ResourceSliceView& ou
     if (key == "driver") out.driver = take_string(f.value(), "spec.driver");
     else if (key == "nodeName") {
       od::value node = take(f.value(), "spec.nodeName", "a string");
-      if (!take_null(node, "spec.nodeName")) out.node_name = take_string(std::move(node), "spec.nodeName");
+      if (!take_null(node, "spec.nodeName")) out.node_name = take_string(od::value(node), "spec.nodeName");
     } else if (key == "pool") {
       od::value pool = take(f.value(), "spec.pool", "an object");
       for (auto p : take_object(pool, "spec.pool")) {

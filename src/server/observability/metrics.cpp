@@ -23,7 +23,6 @@ namespace gpu_extender {
 namespace {
 
 using prometheus::MetricFamily;
-using prometheus::MetricType;
 
 // Resolves both 100 us (a 10-node names-mode call) and 10 s (past the scheduler's 5 s timeout).
 const prometheus::Histogram::BucketBoundaries kLatencyBuckets = {

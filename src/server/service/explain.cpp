@@ -38,8 +38,8 @@ void add_dra_facts(const ClusterView& view, Explanation& e) {
     const std::optional<ClusterView::DraNode> dra = view.dra_node(n.node);
     if (!dra) continue;
     std::string gpus, held;
-    for (const std::string& gpu : dra->gpus) gpus += (gpus.empty() ? "" : ", ") + gpu;
-    for (const auto& [gpu, claim] : dra->held) held += (held.empty() ? "" : ", ") + gpu + " by " + claim;
+    for (const std::string& gpu : dra->gpus) gpus.append(gpus.empty() ? "" : ", ").append(gpu);
+    for (const auto& [gpu, claim] : dra->held) held.append(held.empty() ? "" : ", ").append(gpu).append(" by ").append(claim);
     n.facts.push_back({"draGpus", gpus.empty() ? "none" : gpus, "resourceslices"});
     n.facts.push_back({"draHeldGpus", held.empty() ? "none" : held, "resourceclaims"});
   }
