@@ -9,14 +9,7 @@ export PATH=/usr/local/go/bin:$PATH
 export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.3}
 here=$(cd "$(dirname "$0")" && pwd)
 version=$(grep -v '^#' "$here/version" | grep . | head -1)
-bin=${XDG_CACHE_HOME:-$HOME/.cache}/gpu-extender/karpenter/$version/bin
-if [ ! -x "$bin/kwok" ]; then
-  echo "karpenter/build.sh: building sigs.k8s.io/karpenter/kwok@$version (a few minutes, once)" >&2
-  start=$SECONDS
-  mkdir -p "$bin"
-  (cd "$(mktemp -d)" && GOBIN="$bin" GOFLAGS=-trimpath go install "sigs.k8s.io/karpenter/kwok@$version") >&2
-  echo "karpenter/build.sh: built in $(( SECONDS - start ))s" >&2
-fi
+bin=$(bash "$here/../go_install_cached.sh" karpenter "$version" sigs.k8s.io/karpenter/kwok)
 dir=$(cd "$(mktemp -d)" && go mod download -json "sigs.k8s.io/karpenter@$version" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
 echo "bin $bin/kwok"
 echo "module $dir"
