@@ -5,5 +5,6 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 version=$(grep -v '^#' "$here/version" | grep . | head -1)
-bin=$(bash "$here/../go_install_cached.sh" helm "$version" helm.sh/helm/v4/cmd/helm)
+e2e=$(dirname "$here")  # tests/e2e, where the shared install script is
+bin=$(bash "$e2e/go_install_cached.sh" helm "$version" helm.sh/helm/v4/cmd/helm)
 echo "$bin/helm"

@@ -9,7 +9,8 @@ export PATH=/usr/local/go/bin:$PATH
 export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.3}
 here=$(cd "$(dirname "$0")" && pwd)
 version=$(grep -v '^#' "$here/version" | grep . | head -1)
-bin=$(bash "$here/../go_install_cached.sh" karpenter "$version" sigs.k8s.io/karpenter/kwok)
+e2e=$(dirname "$here")  # tests/e2e, where the shared install script is
+bin=$(bash "$e2e/go_install_cached.sh" karpenter "$version" sigs.k8s.io/karpenter/kwok)
 dir=$(cd "$(mktemp -d)" && go mod download -json "sigs.k8s.io/karpenter@$version" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
 echo "bin $bin/kwok"
 echo "module $dir"
