@@ -319,9 +319,11 @@ void FakeApiServer::count(const httplib::Request& req, const httplib::Response& 
       kind = k;
       break;
     }
-  if (req.get_param_value("watch") == "1" || req.get_param_value("watch") == "true") kind += "?watch";
+  const bool watch = req.get_param_value("watch") == "1" || req.get_param_value("watch") == "true";
+  if (watch) kind += "?watch";
   std::lock_guard<std::mutex> lock(mutex_);
   ++traffic_.requests[req.method + " " + kind];
+  ++traffic_.calls[req.method + " " + path + (watch ? " watch" : "")];
   if (client_ports_.insert(req.remote_port).second) ++traffic_.connections;
   traffic_.bytes_in += req.body.size();
   traffic_.bytes_out += res.body.size();

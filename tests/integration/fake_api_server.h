@@ -100,9 +100,11 @@ class FakeApiServer {
   };
   // What clients asked of this server: requests by "METHOD resource" (resource: the last path segment
   // naming a kind, e.g. "GET pods", "POST binding", "GET pods?watch"), TCP connections (distinct client
-  // ports), bytes of request and answer bodies (watch streams included), watch events written.
+  // ports), bytes of request and answer bodies (watch streams included), watch events written; and
+  // each call by "METHOD /path" (the query left out, " watch" added for a watch), once it is answered
+  // (a watch when its stream ends).
   struct Traffic {
-    std::map<std::string, uint64_t> requests;
+    std::map<std::string, uint64_t> requests, calls;
     uint64_t connections = 0, bytes_in = 0, bytes_out = 0, watch_events = 0;
   };
   Traffic traffic() const;
