@@ -110,7 +110,14 @@ Flags:
   --leader-elect-lease-name NAME  (default gpu-extender-deletion-costs)
   --tls-cert-file FILE   serve HTTPS with this certificate (PEM), with:
   --tls-key-file FILE      its private key (PEM)
-  --tls-client-ca-file FILE  answer only clients with a certificate from this CA (mutual TLS)
+  --tls-client-ca-file FILE  answer only clients with a certificate from this CA (mutual TLS);
+                         re-read when it changes, as the certificate is
+  --tls-client-names NAMES  with --tls-client-ca-file: only certificates whose subject CN or a DNS
+                         or URI SAN is one of these (comma-separated: the scheduler's), not every
+                         certificate the CA signed
+  --allow-unauthenticated-bind  serve /bind on a port that asks no client certificate, on an
+                         address other than loopback (refused otherwise: whoever reaches the port
+                         could bind pods); for a NetworkPolicy that admits only the scheduler
   --webhook-port N       serve the admission webhook POST /mutate-pods on port N over HTTPS (GPU
                          annotations written into pods as node affinity, for autoscalers)
   --webhook-tls-cert-file FILE, --webhook-tls-key-file FILE  its certificate and key (default: the
@@ -178,6 +185,12 @@ std::map<std::string, Setter> flags_with_value(CliOptions& o) {
       {"--tls-cert-file", [&](const std::string& v) { o.server.tls_cert_file = v; return !v.empty(); }},
       {"--tls-key-file", [&](const std::string& v) { o.server.tls_key_file = v; return !v.empty(); }},
       {"--tls-client-ca-file", [&](const std::string& v) { o.server.tls_client_ca_file = v; return !v.empty(); }},
+      {"--tls-client-names",
+       [&](const std::string& v) {
+         auto names = split_names(v);
+         if (names) o.server.tls_client_names = std::move(*names);
+         return names.has_value();
+       }},
       {"--webhook-port", [&](const std::string& v) { return parse_number(v, o.server.webhook_port, 1, 65535); }},
       {"--webhook-tls-cert-file", [&](const std::string& v) { o.server.webhook_tls_cert_file = v; return !v.empty(); }},
       {"--webhook-tls-key-file", [&](const std::string& v) { o.server.webhook_tls_key_file = v; return !v.empty(); }},
@@ -205,6 +218,8 @@ std::string combination_problem(const CliOptions& o) {
            " times as much";
   if (!o.server.tls_client_ca_file.empty() && o.server.tls_cert_file.empty())
     return "--tls-client-ca-file needs --tls-cert-file and --tls-key-file";
+  if (!o.server.tls_client_names.empty() && o.server.tls_client_ca_file.empty())
+    return "--tls-client-names needs --tls-client-ca-file (names are checked on certificates that CA signed)";
   if (o.server.webhook_tls_cert_file.empty() != o.server.webhook_tls_key_file.empty())
     return "--webhook-tls-cert-file and --webhook-tls-key-file go together";
   if (o.server.webhook_port > 0 && o.server.webhook_tls_cert_file.empty() && o.server.tls_cert_file.empty())
@@ -227,7 +242,8 @@ CliParse parse_cli(const std::vector<std::string>& args) {
       {"--check-config", &o.check_config},
       {"--deletion-costs", &o.deletion_costs},
       {"--kube-insecure-skip-tls-verify", &o.kube_insecure_skip_tls_verify},
-      {"--kube-allow-token-over-http", &o.kube_allow_token_over_http}, {"--help", &o.help}, {"-h", &o.help}, {"--version", &o.version}};
+      {"--kube-allow-token-over-http", &o.kube_allow_token_over_http},
+      {"--allow-unauthenticated-bind", &o.allow_unauthenticated_bind}, {"--help", &o.help}, {"-h", &o.help}, {"--version", &o.version}};
 
   for (size_t i = 0; i < args.size(); ++i) {
     std::string flag = args[i];

@@ -26,6 +26,7 @@ struct CliOptions {
   std::string kube_ca_file;
   bool kube_insecure_skip_tls_verify = false;
   bool kube_allow_token_over_http = false;
+  bool allow_unauthenticated_bind = false;  // /bind on a port anyone who reaches it may call
   int assume_ttl_seconds = 30;
   int group_ttl_seconds = 120;  // room held for a pod group without progress
   int group_gate_ms = 4000;     // a group member's /bind waits this long for the rest of its group

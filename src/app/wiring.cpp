@@ -86,6 +86,18 @@ std::unique_ptr<KubeConnection> connect_usage(const CliOptions& options, const P
   return nullptr;
 }
 
+// Why /bind must not be served ("" when it may): the verbs' port asks no client certificate and
+// listens where more than this host reaches it, and no flag says that is meant. Binding is the one verb
+// that writes to the cluster: whoever could call it could place any pending pod of the scheduler's.
+std::string bind_refusal(const CliOptions& o) {
+  if (o.allow_unauthenticated_bind || !o.server.tls_client_ca_file.empty()) return "";
+  const std::string& a = o.server.address;
+  if (a.rfind("127.", 0) == 0 || a == "::1" || a == "localhost") return "";
+  return "the verbs' port asks no client certificate on --address " + a +
+         ", so whoever reaches it could bind pods: serve mutual TLS (--tls-client-ca-file, the chart's "
+         "tls.enabled) or pass --allow-unauthenticated-bind where only the scheduler can reach the port";
+}
+
 }  // namespace
 
 Wiring::Wiring(const CliOptions& options) : options_(options), policies_(std::make_shared<PolicyHolder>(load_policy(options))) {
@@ -96,6 +108,11 @@ Wiring::Wiring(const CliOptions& options) : options_(options), policies_(std::ma
   parts.view_catch_up = std::chrono::milliseconds(options.view_catch_up_ms);
   const std::shared_ptr<const Policy> policy = policies_->current();
   kube_ = connect_usage(options, *policy, parts);
+  if (kube_) parts.staleness = [k = kube_.get()] { return k->staleness(); };
+  if (parts.binder) {
+    parts.bind_refusal = bind_refusal(options);
+    if (!parts.bind_refusal.empty()) spdlog::warn("/bind is refused: {}", parts.bind_refusal);
+  }
   if (!options.prometheus_url.empty()) {
     // The query is read from the policy in force at each period, so a reload changes it.
     const GpuUtilizationSource::Options u = utilization_options(options);

@@ -26,6 +26,7 @@ KubeConnection::KubeConnection(ApiEndpoint endpoint, const ViewSchema& schema, K
   };
   add(kube::Reflector::Kind::kNodes);
   kube::Reflector* pods = add(kube::Reflector::Kind::kPods);
+  pods_reflector_ = pods;
   add(kube::Reflector::Kind::kResourceSlices);
   // Pods are listed after claims and templates (a bound pod counts what its claims ask), but never held
   // back long by them: a slow DRA list costs the pods' view at most this.
@@ -48,6 +49,18 @@ std::vector<WatchCounts> KubeConnection::watch_counts() const {
   return out;
 }
 
+std::string KubeConnection::staleness() const {
+  std::string why;
+  for (const auto& r : reflectors_) {
+    const auto failing = std::chrono::duration_cast<std::chrono::seconds>(r->failing_for());
+    if (failing < options_.unready_after) continue;
+    why += std::string(why.empty() ? "" : ", ") + r->name() + " for " + std::to_string(failing.count()) + " s";
+  }
+  if (why.empty()) return why;
+  return "the cluster view is stale: watches failing (" + why + "; the bound is " +
+         std::to_string(options_.unready_after.count()) + " s)";
+}
+
 void KubeConnection::start() {
   for (auto& reflector : reflectors_)
     threads_.emplace_back([r = reflector.get()] {
@@ -61,6 +74,11 @@ void KubeConnection::start() {
     bool stale_logged = false;
     while (!stopping_) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      // While the pods' watch fails, nothing could confirm an assumed pod: its assumption is kept (as
+      // kube-scheduler's cache keeps one until its binding is seen), and runs its TTL again once the
+      // watch is back, instead of expiring and leaving its GPUs counted free.
+      if (pods_reflector_->failing_for() > std::chrono::seconds(1))
+        ledger_->hold_assumed_until(std::chrono::steady_clock::now() + options_.ledger.assume_ttl);
       if (const size_t expired = ledger_->expire().assumed)
         spdlog::info("placement ledger: {} assumed pod(s) expired without the watch confirming them", expired);
       const ClusterView::Stats s = view_->stats();

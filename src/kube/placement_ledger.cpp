@@ -113,6 +113,11 @@ void PlacementLedger::observe_relist(const std::vector<ClusterView::BoundPod>& p
   }
 }
 
+void PlacementLedger::hold_assumed_until(Clock::time_point until) {
+  std::lock_guard lock(mutex_);
+  for (auto& [uid, assumed] : assumed_) assumed.expires = std::max(assumed.expires, until);
+}
+
 PlacementLedger::Expired PlacementLedger::expire(Clock::time_point now) {
   Expired out;
   std::lock_guard lock(mutex_);

@@ -101,12 +101,14 @@ void Reflector::run() {
       }
     }
     if (!ok && not_served_) {  // no DRA on this server: nothing to watch, and no failure
+      heard_from_server();
       sleep_for(kNotServedRetry);
       continue;
     }
     if (ok) {
       switch (watch()) {
         case WatchEnd::kResume:  // the server closed the stream normally: resume from where we are
+          heard_from_server();
           backoff = options_.min_backoff;
           continue;
         case WatchEnd::kRelist:
@@ -120,11 +122,19 @@ void Reflector::run() {
     }
     if (stopping_) break;
     ++counters_.failures;
+    int64_t not_failing = 0;
+    failing_since_ns_.compare_exchange_strong(not_failing, std::chrono::steady_clock::now().time_since_epoch().count());
     // Exponential backoff with jitter, so replicas do not reconnect in lockstep after an outage.
     const auto wait = backoff / 2 + std::chrono::milliseconds(jitter() % (backoff.count() / 2 + 1));
     sleep_for(wait);
     backoff = std::min(backoff * 2, options_.max_backoff);
   }
+}
+
+std::chrono::steady_clock::duration Reflector::failing_for() const {
+  const int64_t since = failing_since_ns_.load(std::memory_order_relaxed);
+  if (since == 0) return {};
+  return std::chrono::steady_clock::now().time_since_epoch() - std::chrono::steady_clock::duration(since);
 }
 
 void Reflector::not_understood(std::string_view what, std::string_view why) {
@@ -265,7 +275,7 @@ bool Reflector::list() {
     if (!res.ok()) {
       spdlog::warn("cluster view: list {} failed: {}{}", name(), res.describe(),
                    res.status == 403 && dra()
-                       ? std::string(" (the extender's ClusterRole needs get, list and watch on ") + name() +
+                       ? std::string(" (the extender's ClusterRole needs list and watch on ") + name() +
                              " in group resource.k8s.io: apply this release's manifests)"
                        : std::string());
       return false;
@@ -276,6 +286,7 @@ bool Reflector::list() {
   replace_all(listed, meta);
   resource_version_ = meta.resource_version;
   view_->touch();
+  heard_from_server();
   return true;
 }
 
@@ -356,7 +367,10 @@ Reflector::WatchEnd Reflector::watch() {
                            "&timeoutSeconds=" + std::to_string(options_.watch_timeout.count());
   WatchEnd end = WatchEnd::kResume;
   const ApiResponse res =
-      api_->watch(path, [&](std::string_view line) { return !stopping_ && apply_event(line, end); },
+      api_->watch(path, [&](std::string_view line) {
+        heard_from_server();  // an event or a bookmark: the watch is up
+        return !stopping_ && apply_event(line, end);
+      },
                   options_.idle_timeout, options_.watch_batch);
   if (end != WatchEnd::kResume) return end;
   if (res.status == 410) return WatchEnd::kRelist;

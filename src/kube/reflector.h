@@ -56,10 +56,15 @@ class Reflector {
     std::atomic<uint64_t> lists{0}, watches{0}, events{0}, relists_after_gone{0}, failures{0}, not_understood{0};
   };
   const Counters& counters() const { return counters_; }
+  // How long this reflector has been failing (lists or watches refused, unreachable, dropped) with
+  // nothing from the API server since: zero while it is listed and watching, or not served (no DRA).
+  std::chrono::steady_clock::duration failing_for() const;
   const char* name() const;
 
  private:
   enum class WatchEnd { kResume, kRelist, kFailed };
+  void heard_from_server() { failing_since_ns_.store(0, std::memory_order_relaxed); }
+  std::atomic<int64_t> failing_since_ns_{0};  // steady clock; 0: not failing
   bool list();
   const char* path() const;  // the collection's path, with the query's start
   bool dra() const { return kind_ != Kind::kPods && kind_ != Kind::kNodes; }

@@ -53,6 +53,10 @@ struct KubeOptions {
   LedgerOptions ledger;
   std::chrono::seconds watch_timeout{300};
   std::chrono::seconds stale_after{120};  // no event or bookmark for this long: log that the view is stale
+  // A watch failing this long with nothing heard from the API server: the view is stale and /readyz
+  // says so (503). Above the API server's bookmark period (one a minute to an idle watch) and the
+  // reflectors' longest backoff (30 s), so one missed bookmark or one backoff never flaps readiness.
+  std::chrono::seconds unready_after{90};
 };
 
 class KubeConnection {
@@ -67,8 +71,10 @@ class KubeConnection {
   std::shared_ptr<Binder> binder() const { return binder_; }
   std::shared_ptr<PlacementLedger> ledger() const { return ledger_; }
   const ApiEndpoint& endpoint() const;
-  // Counters of the two reflectors, for /metrics.
+  // Counters of the reflectors, for /metrics.
   std::vector<WatchCounts> watch_counts() const;
+  // Why the view is stale ("" while it is not): the watches failing past KubeOptions::unready_after.
+  std::string staleness() const;
   // Keep pod deletion costs, once started, with the policy `policy()` returns at each pass. Before start().
   void keep_deletion_costs(const DeletionCostSettings& settings, std::shared_ptr<const PolicyHolder> policies);
   std::optional<DeletionCostStats> deletion_cost_stats() const;  // nullopt when costs are not kept
@@ -79,6 +85,7 @@ class KubeConnection {
   std::shared_ptr<Binder> binder_;
   std::shared_ptr<PlacementLedger> ledger_;
   std::vector<std::unique_ptr<kube::Reflector>> reflectors_;
+  const kube::Reflector* pods_reflector_ = nullptr;  // one of reflectors_: what confirms assumed pods
   std::unique_ptr<kube::LeaseElector> elector_;
   std::unique_ptr<kube::DeletionCostKeeper> cost_keeper_;
   std::vector<std::thread> threads_;

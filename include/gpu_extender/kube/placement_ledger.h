@@ -86,6 +86,8 @@ class PlacementLedger {
     size_t assumed = 0, pending = 0, groups = 0;
   };
   Expired expire(Clock::time_point now = Clock::now());
+  // No assumed pod expires before `until` (the watch that would confirm them is down).
+  void hold_assumed_until(Clock::time_point until);
 
   // --- reads ---
   // What a victim frees: its node and requests, bound (the watch) or assumed.

@@ -8,6 +8,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -57,6 +58,11 @@ struct ServiceParts {
   std::shared_ptr<const UsageSource> usage;  // none, a pods snapshot, or the cluster view
   std::shared_ptr<ClusterView> cluster;      // the API watch: node cache, pod view
   std::shared_ptr<Binder> binder;
+  // When not empty, /bind binds nothing and answers this: the verbs are served where anyone who reaches
+  // the port may call them (app/wiring.cpp decides).
+  std::string bind_refusal{};
+  // Why the cluster view is stale ("" while it is not: KubeConnection::staleness); /readyz fails then.
+  std::function<std::string()> staleness{};
   // What is in flight between the verbs (pending and assumed pods, pod groups' plans and held room);
   // with the cluster view only, made over it when not given.
   std::shared_ptr<PlacementLedger> ledger{};
@@ -126,8 +132,11 @@ class ExtenderService {
   // Swaps in a new policy for new requests (see PolicyHolder::replace).
   Status replace_policy(std::shared_ptr<const Policy> next) const { return parts_.policies->replace(std::move(next)); }
   const UsageSource& usage() const { return *parts_.usage; }
-  // Ready to answer: always without a cluster view; with one, once it has listed nodes and pods.
-  bool ready() const { return !draining_ && (!parts_.cluster || parts_.cluster->ready()); }
+  // Ready to answer: always without a cluster view; with one, once it has listed nodes and pods and
+  // while its watches are not failing past their bound.
+  bool ready() const { return unready_reason().empty(); }
+  // Why not ready ("" when ready), for /readyz.
+  std::string unready_reason() const;
   // Shutting down: /readyz answers 503 so that Services stop sending new requests here.
   void begin_draining() const { draining_ = true; }
   BindWaitStats bind_wait_stats() const;

@@ -93,6 +93,8 @@
          "Requests that waited for the memory budget.") \
   METRIC(kMemoryBudgetRefusalsTotal, "gpu_extender_memory_budget_refusals_total", Counter, \
          "Requests answered 503: the memory budget had no room in time.") \
+  METRIC(kTlsCertificateExpiry, "gpu_extender_tls_certificate_expiration_timestamp_seconds", Gauge, \
+         "When a certificate of a TLS port stops being valid (notAfter, Unix seconds), by port and certificate (serving, client-ca: the CA bundle's earliest).") \
   METRIC(kDeletionCostLeader, "gpu_extender_deletion_cost_leader", Gauge, \
          "1 while this replica holds the Lease and writes pod deletion costs.") \
   METRIC(kDeletionCostPatchesTotal, "gpu_extender_deletion_cost_patches_total", Counter, \

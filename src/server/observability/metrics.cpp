@@ -232,6 +232,8 @@ std::vector<MetricFamily> server_families(const ServerCounts& c) {
       {{"state", "in_use"}});
   one(Metric::kMemoryBudgetWaitsTotal, static_cast<double>(c.budget_waits));
   one(Metric::kMemoryBudgetRefusalsTotal, static_cast<double>(c.budget_refusals));
+  for (const ServerCounts::Certificate& cert : c.certificates)
+    one(Metric::kTlsCertificateExpiry, cert.not_after, {{"port", cert.port}, {"certificate", cert.certificate}});
   return out;
 }
 }  // namespace

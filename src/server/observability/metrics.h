@@ -29,6 +29,13 @@ struct ServerCounts {
   size_t waiting = 0;  // accepted connections waiting for a thread (past --max-threads)
   BindWaitStats binds;
   size_t budget_total = 0, budget_in_use = 0, budget_waits = 0, budget_refusals = 0;  // MemoryBudget
+  // The certificates the TLS listeners serve and trust: which port ("verbs", "webhook"), which one
+  // ("serving", "client-ca": the bundle's earliest to expire), and its notAfter in Unix seconds.
+  struct Certificate {
+    std::string port, certificate;
+    double not_after = 0;
+  };
+  std::vector<Certificate> certificates;
 };
 
 class Metrics {

@@ -131,6 +131,10 @@ Status bind_pod(const VerbContext& ctx, const Policy& policy, const BindingArgs&
                           ": this extender has no Kubernetes API access configured; remove bindVerb from the "
                           "scheduler's extender configuration or give the extender API access");
   }
+  if (!ctx.parts.bind_refusal.empty()) {
+    summary.bind_result = BindResult::kRefused;
+    return Status::failed("cannot bind " + label_of(args) + " to " + args.node + ": " + ctx.parts.bind_refusal);
+  }
   Status refusal = Status::done();
   const std::optional<PendingPod> pod = find_pod(ctx, args, refusal);
   const bool bound_already = refusal.ok() && !pod->node_name.empty();

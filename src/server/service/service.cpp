@@ -96,6 +96,13 @@ Reply ExtenderService::handle(Verb verb, std::string_view body, VerbSummary& sum
   return reply;
 }
 
+std::string ExtenderService::unready_reason() const {
+  if (draining_) return "shutting down";
+  if (parts_.cluster && !parts_.cluster->ready()) return "the cluster view has not listed nodes and pods yet";
+  if (parts_.staleness) return parts_.staleness();
+  return "";
+}
+
 BindWaitStats ExtenderService::bind_wait_stats() const { return tracker_->stats(); }
 
 ExtenderService::AdmissionReply ExtenderService::admit(const std::string& review) const {

@@ -39,7 +39,7 @@ BodyRead read_body(size_t declared, const httplib::ContentReader& read_content,
   } else if (!complete) {
     // cpp-httplib stops reading past --max-body-bytes (and marks 413), or when the client goes away.
     if (over_limit || declared > max || refused_as_too_large())
-      read = {BodyRead::Outcome::kTooLarge, 413, "request body larger than --max-body-bytes (" + std::to_string(max) + " bytes)"};
+      read = {BodyRead::Outcome::kTooLarge, 413, "request body larger than " + std::string(limits.limit_name) + " (" + std::to_string(max) + " bytes)"};
     else if (ConnectionServer::current_problem() == RequestProblem::kTimedOut)
       read = {BodyRead::Outcome::kTooSlow, 408,
               "request not received within --request-timeout-seconds (" +

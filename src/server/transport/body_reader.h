@@ -16,9 +16,15 @@
 
 namespace gpu_extender {
 
+// How long a request waits for room in the memory budget: kube-scheduler gives an extender call 5 s
+// (httpTimeout's default) in all, and the API server a webhook 10 s at most; waiting longer would answer
+// a call its caller has given up on.
+inline constexpr std::chrono::seconds kBudgetWait{5};
+
 struct BodyLimits {
   size_t max_body_bytes = 0;
   int request_timeout_seconds = 0;  // for the message of a body that came too slowly
+  const char* limit_name = "--max-body-bytes";  // what sets max_body_bytes, for the 413's message
 };
 
 // How reading ended, and the HTTP status and message when it did not end with a whole body.

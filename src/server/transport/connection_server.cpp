@@ -100,11 +100,13 @@ class StreamExchange final : public SimpleExchange {
   size_t body_left_ = 0;
 };
 
-// The TLS handshake, with the header deadline: a client trickling its handshake is cut off too.
-bool accept_tls(int fd, SSL* ssl, std::chrono::seconds deadline) {
+// The TLS handshake, with the header deadline: a client trickling its handshake is cut off too, and
+// under pressure (ConnectionLimits::under_pressure) after the pressed deadline.
+bool accept_tls(int fd, SSL* ssl, const ConnectionLimits& limits, Clock::time_point arrived) {
   const int flags = fcntl(fd, F_GETFL, 0);
   fcntl(fd, F_SETFL, flags | O_NONBLOCK);
-  const auto until = Clock::now() + deadline;
+  const auto began = arrived;
+  const auto until = Clock::now() + limits.header_deadline;
   bool ok = false;
   while (true) {
     const int r = SSL_accept(ssl);
@@ -116,8 +118,11 @@ bool accept_tls(int fd, SSL* ssl, std::chrono::seconds deadline) {
     if (error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE) break;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
     if (left <= 0) break;
+    // Shedding: a handshake still waiting for the client's bytes is not waited for.
+    const bool shed = limits.under_pressure && Clock::now() - began >= limits.pressed_deadline && limits.under_pressure();
     pollfd p{fd, static_cast<short>(error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), 0};
-    if (::poll(&p, 1, static_cast<int>(left)) <= 0) break;
+    const int ready = ::poll(&p, 1, shed ? 0 : static_cast<int>(std::min<int64_t>(left, ConnectionStream::kIdleWake.count())));
+    if (ready < 0 || (shed && ready == 0)) break;
   }
   fcntl(fd, F_SETFL, flags);
   return ok;
@@ -152,10 +157,9 @@ RequestProblem ConnectionServer::current_problem() {
 void ConnectionServer::answer_problem(httplib::Stream& stream, RequestProblem problem) const {
   if (!problem_answer_) return;
   const auto [status, body] = problem_answer_(problem);
-  const std::string head = "HTTP/1.1 " + std::to_string(status) +
-                           (status == 408 ? " Request Timeout" : " Request Header Fields Too Large") +
+  const std::string head = "HTTP/1.1 " + std::to_string(status) + " " + status_reason(status) +
                            "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-                           "\r\nConnection: close\r\n\r\n";
+                           (status == 503 ? "\r\nRetry-After: 1" : "") + "\r\nConnection: close\r\n\r\n";
   stream.write(head + body);
 }
 
@@ -167,13 +171,14 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
   set_socket_timeout(sock, SO_RCVTIMEO, tls_ ? std::chrono::milliseconds(limits_.read_timeout) : ConnectionStream::kIdleWake);
   set_socket_timeout(sock, SO_SNDTIMEO, limits_.write_timeout);
 
+  const Clock::time_point arrived = limits_.arrived_at ? std::min(limits_.arrived_at(), Clock::now()) : Clock::now();
   SslHandle owned_ssl(tls_ ? SSL_new(tls_.get()) : nullptr);
   SSL* ssl = owned_ssl.get();
   bool ok = true;
-  if (tls_) ok = ssl != nullptr && SSL_set_fd(ssl, sock) == 1 && accept_tls(sock, ssl, limits_.header_deadline);
+  if (tls_) ok = ssl != nullptr && SSL_set_fd(ssl, sock) == 1 && accept_tls(sock, ssl, limits_, arrived);
   bool graceful = false;
   if (ok) {
-    ConnectionStream stream(sock, ssl, limits_);
+    ConnectionStream stream(sock, ssl, limits_, arrived);
     current_stream = &stream;
     const auto stopping = [this] { return svr_sock_ == INVALID_SOCKET; };
     size_t left = limits_.max_requests_per_connection;

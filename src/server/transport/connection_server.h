@@ -38,10 +38,21 @@ struct ConnectionLimits {
   std::chrono::seconds answer_deadline{60};  // to write a whole answer
   size_t max_header_bytes = size_t{64} * 1024;       // request line and headers together
   size_t max_requests_per_connection = 10000;
+  // Slow-client shedding. While `under_pressure` says so (connections wait for a worker: every thread
+  // holds one), a connection that has not finished its request's headers `pressed_deadline` after their
+  // first byte, or that has been idle that long between requests, is cut: real clients (kube-scheduler,
+  // the API server, Prometheus) send a head in one write, so only the slow and the idle go, and the
+  // queue moves long before the header deadline would move it. Checked every kIdleWake.
+  std::function<bool()> under_pressure;
+  std::chrono::milliseconds pressed_deadline{1000};
+  // When the connection being served arrived (it may have waited in the queue before a thread took it):
+  // its first request's clocks for shedding start then. Unset: when a thread takes it.
+  std::function<std::chrono::steady_clock::time_point()> arrived_at;
 };
 
 // Why the current request on this thread's connection ended early (for the error answer).
-enum class RequestProblem { kNone, kHeadersTooLarge, kTimedOut };
+// kShed: cut by slow-client shedding (ConnectionLimits::under_pressure).
+enum class RequestProblem { kNone, kHeadersTooLarge, kTimedOut, kShed };
 
 // A simple request (simple_request.h) on a plain-HTTP connection, given to a SimpleRoute, and its answer.
 class SimpleExchange {

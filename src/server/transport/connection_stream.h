@@ -30,29 +30,35 @@ class ConnectionStream final : public httplib::Stream {
   // keep-alive time has passed.
   static constexpr std::chrono::milliseconds kIdleWake{250};
 
-  ConnectionStream(int fd, SSL* ssl, const ConnectionLimits& limits) : fd_(fd), ssl_(ssl), limits_(limits) {}
+  // `arrived`: when the connection was accepted (it may have waited for a thread since).
+  ConnectionStream(int fd, SSL* ssl, const ConnectionLimits& limits, Clock::time_point arrived)
+      : fd_(fd), ssl_(ssl), limits_(limits), arrived_(arrived) {}
 
   // Waits up to the keep-alive time (or until `stopping`) for a request's first byte, then starts
   // its clocks. False: nothing came, or the client closed.
   template <class Stopping>
   bool await_request(Stopping stopping) {
     in_request_ = false;
-    const auto idle_until = Clock::now() + limits_.keep_alive;
+    const bool first = requests_ == 0;
+    const auto idle_since = first ? arrived_ : Clock::now();
+    const auto idle_until = idle_since + limits_.keep_alive;
     while (!has_buffered()) {
       if (stopping()) return false;
+      const bool shed = shed_since(idle_since);  // then only what is there already is taken: no wait
       const auto left = idle_until - Clock::now();
       if (left <= Clock::duration::zero()) return false;
       // Wake now and then to notice a server stop; an idle connection costs a few wake-ups a second.
       if (ssl_ == nullptr) {
         // The read is the wait: SO_RCVTIMEO (kIdleWake) ends it; no poll() before each request.
-        const ssize_t n = receive(0);
+        const ssize_t n = receive(shed ? MSG_DONTWAIT : 0);
+        if (shed && n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) return false;
         continue;
       }
-      const int wait_ms = static_cast<int>(std::min<int64_t>(
+      const int wait_ms = shed ? 0 : static_cast<int>(std::min<int64_t>(
           std::chrono::duration_cast<std::chrono::milliseconds>(left).count() + 1, kIdleWake.count()));
       const int ready = poll_fd(POLLIN, wait_ms);
-      if (ready < 0) return false;
+      if (ready < 0 || (shed && ready == 0)) return false;
       if (ready > 0) {
         if (fill() <= 0) return false;
       }
@@ -62,6 +68,8 @@ class ConnectionStream final : public httplib::Stream {
     in_request_ = true;
     in_headers_ = true;
     header_bytes_ = 0;
+    request_began_ = first ? std::min(arrived_, now) : now;
+    ++requests_;
     header_until_ = now + limits_.header_deadline;
     request_until_ = now + limits_.request_deadline;
     answer_until_.reset();
@@ -183,19 +191,21 @@ class ConnectionStream final : public httplib::Stream {
         // microseconds).
         const auto read_until = std::min(until, Clock::now() + limits_.read_timeout);
         for (;;) {
-          const ssize_t n = receive(0);
+          // Shedding: what is there already is read, nothing is waited for.
+          const bool shed = in_headers_ && shed_since(request_began_);
+          const ssize_t n = receive(shed ? MSG_DONTWAIT : 0);
           if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return n;
-          const auto now = Clock::now();
-          if (now >= read_until) {
-            if (now >= until) problem_ = RequestProblem::kTimedOut;
-            return -1;
-          }
+          if (!may_wait_more(read_until, until)) return -1;
         }
       }
-      const int ready = poll_fd(POLLIN, wait_ms(limits_.read_timeout, until));
-      if (ready <= 0) {
-        if (Clock::now() >= until) problem_ = RequestProblem::kTimedOut;
-        return -1;
+      // TLS: poll, in slices of kIdleWake while the headers come (so that shedding is seen in time).
+      const auto read_until = std::min(until, Clock::now() + limits_.read_timeout);
+      for (;;) {
+        const bool shed = in_headers_ && shed_since(request_began_);
+        const int slice = shed ? 0 : in_headers_ ? static_cast<int>(kIdleWake.count()) : wait_ms(limits_.read_timeout, until);
+        const int ready = poll_fd(POLLIN, std::min(slice, wait_ms(limits_.read_timeout, read_until)));
+        if (ready > 0) break;
+        if (ready < 0 || !may_wait_more(read_until, until)) return -1;
       }
     }
     if (ssl_ != nullptr) {
@@ -257,6 +267,28 @@ class ConnectionStream final : public httplib::Stream {
     return static_cast<int>(std::max<int64_t>(wait.count(), 0));
   }
 
+  // After a wait for the request's bytes that brought none: false (with the problem noted) once the
+  // read timeout, the request's deadline or slow-client shedding ends the wait.
+  bool may_wait_more(Clock::time_point read_until, Clock::time_point until) {
+    const auto now = Clock::now();
+    if (now >= until) {
+      problem_ = RequestProblem::kTimedOut;
+      return false;
+    }
+    if (in_headers_ && shed_since(request_began_)) {
+      problem_ = RequestProblem::kShed;
+      return false;
+    }
+    return now < read_until;
+  }
+
+ public:
+  // Whether slow-client shedding cuts a connection waiting (idle, or for its headers) since `since`.
+  bool shed_since(Clock::time_point since) const {
+    return limits_.under_pressure && Clock::now() - since >= limits_.pressed_deadline && limits_.under_pressure();
+  }
+
+ private:
   // Plain HTTP: sends what the socket takes now, waiting (within the answer's deadline) only when it
   // takes nothing; the bytes sent, or -1.
   ssize_t send_some(const char* data, size_t size) {
@@ -308,13 +340,15 @@ class ConnectionStream final : public httplib::Stream {
   const int fd_;
   SSL* const ssl_;
   const ConnectionLimits& limits_;
+  const Clock::time_point arrived_;
+  size_t requests_ = 0;  // requests begun on this connection
   std::array<char, size_t{64} * 1024> buffer_;  // not zeroed (64 KiB a connection): only bytes read are read back
   size_t buffered_begin_ = 0, buffered_end_ = 0;
   bool tls_peeked_ = false;
   bool in_request_ = false;  // between a request's first byte and its answer; else idle
   bool in_headers_ = false;
   size_t header_bytes_ = 0;
-  Clock::time_point header_until_{}, request_until_{};
+  Clock::time_point request_began_{}, header_until_{}, request_until_{};
   std::optional<Clock::time_point> answer_until_;
   RequestProblem problem_ = RequestProblem::kNone;
   bool close_requested_ = false;

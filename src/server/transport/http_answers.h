@@ -18,7 +18,7 @@ inline void send_error(httplib::Response& res, int status, std::string_view mess
   res.set_content(body, kJson);
 }
 
-// Known paths answer other methods with 405 and the Allow header, not 404 (http_probes.cpp).
-void method_not_allowed(httplib::Server& svr, const std::string& path, const char* allow);
+// The GET paths of the probe routes (http_probes.cpp), on the verbs' port and on --metrics-port.
+inline constexpr const char* kProbePaths[] = {"/healthz", "/readyz", "/version", "/metrics"};
 
 }  // namespace gpu_extender

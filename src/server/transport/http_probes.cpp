@@ -1,4 +1,5 @@
-// The probe routes of HttpService (/healthz, /readyz, /version, /metrics), and the 405 of every route.
+// The probe routes of HttpService (/healthz, /readyz, /version, /metrics); wrong methods and bodies are
+// refused before them (listener.h).
 #include <httplib.h>
 
 #include <string>
@@ -11,30 +12,21 @@
 
 namespace gpu_extender {
 
-// Known paths answer other methods with 405 and the Allow header, not 404.
-void method_not_allowed(httplib::Server& svr, const std::string& path, const char* allow) {
-  auto handler = [path, allow](const httplib::Request& req, httplib::Response& res) {
-    res.set_header("Allow", allow);
-    send_error(res, 405, "method " + req.method + " not allowed on " + path + " (allowed: " + allow + ")");
-  };
-  if (std::string(allow) != "POST") svr.Post(path, handler);
-  if (std::string(allow) != "GET") svr.Get(path, handler);
-  svr.Put(path, handler);
-  svr.Patch(path, handler);
-  svr.Delete(path, handler);
-}
-
 // /healthz, /readyz, /version, /metrics: on the service port, and on --metrics-port when given.
 void HttpService::install_probe_routes(httplib::Server& svr) {
   svr.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"status":"ok"})", kJson);
   });
   svr.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
-    if (service_->ready()) {
+    const std::string why = service_->unready_reason();
+    if (why.empty()) {
       res.set_content(R"({"status":"ready"})", kJson);
     } else {
+      std::string body = R"({"status":"not ready","Error":)";
+      append_json_string(body, why);
+      body += "}";
       res.status = 503;
-      res.set_content(R"({"status":"not ready","Error":"shutting down, or the cluster view has not listed nodes and pods yet"})", kJson);
+      res.set_content(body, kJson);
     }
   });
   svr.Get("/version", [this](const httplib::Request&, httplib::Response& res) {
@@ -52,7 +44,6 @@ void HttpService::install_probe_routes(httplib::Server& svr) {
   svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_->render(), "text/plain; version=0.0.4; charset=utf-8");
   });
-  for (const char* path : {"/healthz", "/readyz", "/version", "/metrics"}) method_not_allowed(svr, path, "GET");
 }
 
 }  // namespace gpu_extender

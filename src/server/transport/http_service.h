@@ -6,7 +6,6 @@
 #include <atomic>
 #include <functional>
 #include <memory>
-#include <map>
 #include <string>
 #include <utility>
 
@@ -24,11 +23,9 @@ class ContentReader;
 
 namespace gpu_extender {
 
-class WorkerPool;
+class Listener;
 class TlsCertificates;
-class ConnectionServer;
 class SimpleExchange;
-enum class RequestProblem;
 
 class HttpService {
  public:
@@ -44,9 +41,7 @@ class HttpService {
   int port() const { return port_; }
 
  private:
-  std::pair<int, std::string> problem_answer(RequestProblem problem) const;
-  void configure(ConnectionServer& svr, int threads, int max_threads, std::atomic<WorkerPool*>* pool) const;
-  void install_verb_routes(ConnectionServer& svr);
+  void install_verb_routes(Listener& verbs);
   struct VerbAnswer;
   // One verb request, whichever HTTP layer carries it: the body read under the limits, the verb, the
   // request log and the metrics.
@@ -56,18 +51,17 @@ class HttpService {
                   const httplib::ContentReader& read_content);
   bool serve_simple(SimpleExchange& exchange);
   void install_probe_routes(httplib::Server& svr);
+  void serve_review(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read_content);
 
   std::shared_ptr<const ExtenderService> service_;
   ServerOptions options_;
   std::shared_ptr<Metrics> metrics_;
-  MemoryBudget budget_;  // for request bodies; before server_: answers being written hold leases
-  std::unique_ptr<TlsCertificates> tls_;  // before server_: its SSL context points at it
-  std::unique_ptr<ConnectionServer> server_;
-  std::unique_ptr<ConnectionServer> metrics_server_;  // --metrics-port
-  std::unique_ptr<TlsCertificates> webhook_tls_;      // before webhook_server_, as tls_
-  std::unique_ptr<ConnectionServer> webhook_server_;  // --webhook-port
-  std::atomic<WorkerPool*> workers_{nullptr};         // the verb server's workers (owned by it)
-  mutable std::map<const httplib::Server*, int> listening_sockets_;  // to raise their listen backlog
+  MemoryBudget budget_;  // for request bodies on every port; before the listeners: answers being written hold leases
+  std::unique_ptr<TlsCertificates> tls_;          // before verbs_: its SSL context points at it
+  std::unique_ptr<TlsCertificates> webhook_tls_;  // before webhook_, as tls_
+  std::unique_ptr<Listener> verbs_;               // --port: the verbs, probes and /metrics
+  std::unique_ptr<Listener> metrics_listener_;    // --metrics-port: probes and /metrics
+  std::unique_ptr<Listener> webhook_;             // --webhook-port: POST /mutate-pods
   int port_ = 0;
   std::atomic<uint64_t> next_request_id_{1};
 };

@@ -4,6 +4,7 @@
 // (app/cli_options.h); the transport sees nothing else of it.
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace gpu_extender {
 
@@ -29,6 +30,9 @@ struct ServerOptions {
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string tls_client_ca_file;
+  // With a client CA: the client certificate's subject CN or a DNS/URI SAN must be one of these (the
+  // scheduler's); empty: any certificate the CA signed.
+  std::vector<std::string> tls_client_names;
   // The admission webhook (POST /mutate-pods) on a port of its own, HTTPS with this certificate and no
   // client certificate asked (the API server shows none to webhooks); 0: not served.
   int webhook_port = 0;

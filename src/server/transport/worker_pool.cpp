@@ -2,6 +2,11 @@
 #include "common/thread_name.h"
 
 namespace gpu_extender {
+namespace {
+thread_local std::chrono::steady_clock::time_point task_queued_at{};
+}  // namespace
+
+std::chrono::steady_clock::time_point WorkerPool::current_task_queued_at() { return task_queued_at; }
 
 WorkerPool::WorkerPool(size_t core_threads, size_t max_threads, std::chrono::milliseconds spare_idle_timeout)
     : max_threads_(std::max(core_threads, max_threads)), spare_idle_timeout_(spare_idle_timeout) {
@@ -31,12 +36,13 @@ void WorkerPool::run(bool core) {
     else woke = ready_.wait_for(lock, spare_idle_timeout_, has_work);
     --idle_;
     if (queue_.empty() && (stopping_ || !woke)) break;  // stopping with nothing left, or a spare idle too long
-    std::function<void()> task = std::move(queue_.front());
+    Task task = std::move(queue_.front());
     queue_.pop_front();
     --waiting_;
     ++busy_;
     lock.unlock();
-    task();
+    task_queued_at = task.queued_at;
+    task.run();
     lock.lock();
     --busy_;
   }
@@ -58,7 +64,7 @@ void WorkerPool::enqueue(std::function<void()> task) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     join_finished();
-    queue_.push_back(std::move(task));
+    queue_.push_back({std::move(task), std::chrono::steady_clock::now()});
     ++waiting_;
     // Every queued connection should find an idle thread; grow while it would not.
     if (queue_.size() > idle_ && threads_.size() < max_threads_) spawn(false);

@@ -31,6 +31,9 @@ class WorkerPool final : public httplib::TaskQueue {
   void enqueue(std::function<void()> task) override;
   void shutdown() override;
   size_t waiting() const { return waiting_.load(); }
+  // When the task this thread runs was queued (a connection's accept time, give or take): how long it
+  // has waited already, for slow-client shedding (ConnectionLimits::under_pressure).
+  static std::chrono::steady_clock::time_point current_task_queued_at();
   size_t busy() const { return busy_.load(); }
   size_t threads() const { return live_.load(); }
 
@@ -43,7 +46,11 @@ class WorkerPool final : public httplib::TaskQueue {
   const std::chrono::milliseconds spare_idle_timeout_;
   std::map<std::thread::id, std::thread> threads_;
   std::vector<std::thread::id> finished_;  // spare threads that ended; joined at the next enqueue
-  std::deque<std::function<void()>> queue_;
+  struct Task {
+    std::function<void()> run;
+    std::chrono::steady_clock::time_point queued_at;
+  };
+  std::deque<Task> queue_;
   std::mutex mutex_;
   std::condition_variable ready_;
   bool stopping_ = false;
