@@ -30,10 +30,13 @@ seed preemption_args
 seed watch_event
 seed quantity
 seed policy extender-config/policy.yaml
+# Reviews as the API server sends them (CREATE of GPU pods, own terms with an empty one, UPDATE, DELETE,
+# a dry run, a binding): committed with the corpus, copied here so that a minimizing run keeps them.
+seed admission_review tests/fuzz/corpus/admission_review/*.json
 printf '%s' '{"PodName":"p"}' > "$WORK/seeds/binding_args/partial"
 
 found=0
-for target in extender_args binding_args preemption_args watch_event quantity policy; do
+for target in extender_args binding_args preemption_args watch_event quantity policy admission_review; do
   mkdir -p "$WORK/corpus/$target" "$WORK/crashes/$target" "tests/fuzz/regressions/$target" "tests/fuzz/corpus/$target"
   echo "== fuzz_$target for ${SECONDS_EACH}s"
   if ! "$BUILD/fuzz/fuzz_$target" -max_total_time="$SECONDS_EACH" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \

@@ -13,5 +13,6 @@ int preemption_args(const uint8_t* data, size_t size);
 int watch_event(const uint8_t* data, size_t size);
 int quantity(const uint8_t* data, size_t size);
 int policy(const uint8_t* data, size_t size);
+int admission_review(const uint8_t* data, size_t size);
 
 }  // namespace fuzz

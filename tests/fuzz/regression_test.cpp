@@ -15,7 +15,8 @@ TEST_CASE("fuzz regressions: every saved input runs clean through its target") {
   const std::map<std::string, int (*)(const uint8_t*, size_t)> targets = {
       {"extender_args", fuzz::extender_args}, {"binding_args", fuzz::binding_args},
       {"preemption_args", fuzz::preemption_args}, {"watch_event", fuzz::watch_event},
-      {"quantity", fuzz::quantity}, {"policy", fuzz::policy}};
+      {"quantity", fuzz::quantity}, {"policy", fuzz::policy},
+      {"admission_review", fuzz::admission_review}};
   const fs::path root = test_support::source_path("tests/fuzz/regressions");
   size_t replayed = 0, saved = 0;
   for (const auto& entry : fs::recursive_directory_iterator(root)) saved += entry.is_regular_file();
