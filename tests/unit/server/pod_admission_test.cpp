@@ -289,7 +289,7 @@ TEST_CASE("admission: a field of the wrong type is a 400 naming it, never an exc
   check_refused(admit(std::string("{\"request\":\"\xc3\"}")), "not valid JSON");
 }
 
-TEST_CASE("admission: only a pod's CREATE is mutated; UPDATE, DELETE, CONNECT, other kinds and subresources pass unchanged") {
+TEST_CASE("admission: only a pod's CREATE is mutated, while UPDATE, DELETE, CONNECT, other kinds and subresources pass unchanged") {
   const json pod = pod_with({{"gpu.nvidia.com/model", "H100"}});
   const AdmissionAnswer create = admit(full_review(pod));
   REQUIRE(create.status == 200);
