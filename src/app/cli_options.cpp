@@ -75,7 +75,9 @@ Flags:
   --kube-allow-token-over-http      send the bearer token to an http:// API server (refused
                          otherwise: anyone on the path could read it; testing only)
   --assume-ttl-seconds N how long a pod bound by /bind counts on its node before the watch
-                         confirms it (default 30)
+                         confirms it (default 30; kept while the pods' watch fails)
+  --unready-after-seconds N  /readyz answers 503 once a watch has failed this long with nothing
+                         heard from the API server: the view is stale (default 90)
   --group-ttl-seconds N  how long the room planned for a pod group stays held while none of its
                          members passes or binds (default 120; README, "Distributed jobs")
   --group-gate-ms N      a group member's /bind waits up to N ms for every other member to pass
@@ -195,6 +197,7 @@ std::map<std::string, Setter> flags_with_value(CliOptions& o) {
       {"--webhook-tls-cert-file", [&](const std::string& v) { o.server.webhook_tls_cert_file = v; return !v.empty(); }},
       {"--webhook-tls-key-file", [&](const std::string& v) { o.server.webhook_tls_key_file = v; return !v.empty(); }},
       {"--assume-ttl-seconds", [&](const std::string& v) { return parse_number(v, o.assume_ttl_seconds, 1, 3600); }},
+      {"--unready-after-seconds", [&](const std::string& v) { return parse_number(v, o.unready_after_seconds, 1, 86400); }},
       {"--group-ttl-seconds", [&](const std::string& v) { return parse_number(v, o.group_ttl_seconds, 1, 86400); }},
       {"--group-gate-ms", [&](const std::string& v) { return parse_number(v, o.group_gate_ms, 0, 60000); }},
       {"--deletion-cost-qps", [&](const std::string& v) { return parse_number(v, o.deletion_cost_qps, 0.1, 1000.0); }},

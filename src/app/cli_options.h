@@ -28,6 +28,7 @@ struct CliOptions {
   bool kube_allow_token_over_http = false;
   bool allow_unauthenticated_bind = false;  // /bind on a port anyone who reaches it may call
   int assume_ttl_seconds = 30;
+  int unready_after_seconds = 90;  // a watch failing this long makes /readyz 503
   int group_ttl_seconds = 120;  // room held for a pod group without progress
   int group_gate_ms = 4000;     // a group member's /bind waits this long for the rest of its group
   // Pods whose /bind this extender serves: their spec.schedulerName must be one of these.

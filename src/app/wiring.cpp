@@ -68,6 +68,7 @@ std::unique_ptr<KubeConnection> connect_usage(const CliOptions& options, const P
       throw ConfigurationError("--pods-snapshot and Kubernetes API access exclude each other: the watch is the usage");
     KubeOptions kube_options;
     kube_options.ledger.assume_ttl = std::chrono::seconds(options.assume_ttl_seconds);
+    kube_options.unready_after = std::chrono::seconds(options.unready_after_seconds);
     kube_options.ledger.group_ttl = std::chrono::seconds(options.group_ttl_seconds);
     kube_options.ledger.group_gate = std::chrono::milliseconds(options.group_gate_ms);
     auto kube = std::make_unique<KubeConnection>(std::move(*endpoint), policy.schema(), kube_options);

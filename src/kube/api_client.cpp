@@ -188,6 +188,8 @@ bool ApiClient::exchange(ApiConnection& connection, const Exchange& request, con
   AnswerHead head;
   if (!reader.read_head(head, out.error)) return false;
   const bool streamed = request.on_data != nullptr && head.status >= 200 && head.status < 300;
+  // An empty piece first: the stream is open (a quiet watch sends nothing more until an event).
+  if (streamed && !(*request.on_data)(std::string_view())) return false;
   const auto keep = [&](std::string_view data) {
     out.body.append(data);
     return true;
@@ -259,7 +261,8 @@ ApiResponse ApiClient::merge_patch(const std::string& path, const std::string& j
 }
 
 ApiResponse ApiClient::watch(const std::string& path, const std::function<bool(std::string_view)>& on_line,
-                             std::chrono::milliseconds idle_timeout, std::chrono::milliseconds batch) const {
+                             std::chrono::milliseconds idle_timeout, std::chrono::milliseconds batch,
+                             const std::function<void()>& on_open) const {
   ApiResponse out;
   auto connection = connect(out.error);
   if (!connection) return out;
@@ -278,6 +281,10 @@ ApiResponse ApiClient::watch(const std::string& path, const std::function<bool(s
   bool stopped = false;  // by on_line or cancel(): what is pending is not a last line
   std::optional<std::chrono::steady_clock::time_point> last_events;  // when on_line last had lines
   const std::function<bool(std::string_view)> on_data = [&](std::string_view data) {
+    if (data.empty()) {  // the server answered 2xx: the stream is open
+      if (on_open) on_open();
+      return !cancelled_;
+    }
     pending.append(data);
     size_t start = 0;
     for (size_t nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n', start)) {

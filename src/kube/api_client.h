@@ -59,10 +59,12 @@ class ApiClient {
   // `batch`: while events come less than this apart, the stream is read once per `batch` (the events
   // of that time together) instead of once per event: a burst's events cost one wake-up a batch, and
   // the API server's writes wake nobody in between. Events then reach on_line up to `batch` late;
-  // sparse events are read as they come. Zero: always as they come.
+  // sparse events are read as they come. Zero: always as they come. `on_open` (when given) is called
+  // once the server has answered 2xx, before any event: a quiet watch is up though it sends nothing.
   ApiResponse watch(const std::string& path, const std::function<bool(std::string_view)>& on_line,
                     std::chrono::milliseconds idle_timeout,
-                    std::chrono::milliseconds batch = std::chrono::milliseconds::zero()) const;
+                    std::chrono::milliseconds batch = std::chrono::milliseconds::zero(),
+                    const std::function<void()>& on_open = nullptr) const;
   // Ends every watch in progress (for shutdown).
   void cancel();
   // Ends the rest of every watch waiting out its batch, so that the events that came meanwhile are

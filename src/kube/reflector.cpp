@@ -371,7 +371,7 @@ Reflector::WatchEnd Reflector::watch() {
         heard_from_server();  // an event or a bookmark: the watch is up
         return !stopping_ && apply_event(line, end);
       },
-                  options_.idle_timeout, options_.watch_batch);
+                  options_.idle_timeout, options_.watch_batch, [this] { heard_from_server(); });  // open: up
   if (end != WatchEnd::kResume) return end;
   if (res.status == 410) return WatchEnd::kRelist;
   if (stopping_) return WatchEnd::kResume;

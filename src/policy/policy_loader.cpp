@@ -1,6 +1,7 @@
 // Reading the policy file (YAML or JSON) into a PolicyConfig, strictly: unknown keys and wrong types
 // are errors that name the file and the key.
 #include "common/file_text.h"
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <set>
@@ -272,6 +273,9 @@ PolicyConfig parse_over(PolicyConfig config, std::string_view text) {
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));
+  } catch (const YAML::DeepRecursion& e) {  // yaml-cpp's own bound (its message says only "bad file")
+    in.fail("", "not valid YAML or JSON: nested more than " + std::to_string(e.depth() - 1) + " deep (line " +
+                    std::to_string(e.mark.line + 1) + ")");
   } catch (const YAML::Exception& e) {
     in.fail("", "not valid YAML or JSON: " + e.msg + " (line " + std::to_string(e.mark.line + 1) + ")");
   }

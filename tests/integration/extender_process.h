@@ -64,15 +64,17 @@ class ExtenderProcess {
         log_.append(buf, static_cast<size_t>(n));
       }
     });
-    // Wait (bounded) for "listening on http(s)://127.0.0.1:PORT".
+    // Wait (bounded) for "listening on http(s)://ADDRESS:PORT" (127.0.0.1, unless a test passes another
+    // --address: reached on loopback all the same).
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    const std::string marker = "listening on http";  // then "://127.0.0.1:PORT" (http or https)
+    const std::string marker = "listening on http";
     while (std::chrono::steady_clock::now() < deadline) {
       const std::string text = log();
       const size_t at = text.find(marker);
-      if (at != std::string::npos && text.find('\n', at) != std::string::npos) {
-        const size_t host = text.find("://127.0.0.1:", at);
-        port_ = std::stoi(text.substr(host + 13));
+      const size_t end = at == std::string::npos ? at : text.find('\n', at);
+      if (end != std::string::npos) {
+        const size_t host = text.find("://", at) + 3;
+        port_ = std::stoi(text.substr(text.find(':', host) + 1));
         return;
       }
       int status = 0;

@@ -340,6 +340,37 @@ TEST_CASE("kube: API faults: the extender answers from its last view, shows stal
   CHECK(age() < stale_age);  // fresh again: the event reset the age it had grown while the API was down
 }
 
+TEST_CASE("kube: a view whose watches fail past --unready-after-seconds is unready, and assumed pods wait for it") {
+  Cluster c;
+  ExtenderProcess p(c.args({"--unready-after-seconds", "2", "--assume-ttl-seconds", "1"}));
+  REQUIRE(eventually([&] { return ready(p); }));
+  const json pending = gpu_pod("train", "uid-train", 4);
+  c.api.put_pod(pending);
+  REQUIRE(eventually([&] { return c.api.watch_requests("pods") >= 1; }));
+  c.api.silent_binds(true);  // only the watch could confirm the binding, and it is about to fail
+  c.api.fail_reads(500);
+  c.api.drop_watches();
+  post_json(p, "/filter", c.names_args(pending));
+  REQUIRE(post_json(p, "/bind", {{"PodName", "train"}, {"PodNamespace", "ml"}, {"PodUID", "uid-train"}, {"Node", "a100-4"}})["Error"] == "");
+
+  // Past the bound, the view is stale: /readyz says so and why.
+  httplib::Client client("127.0.0.1", p.port());
+  CHECK(eventually([&] {
+    auto res = client.Get("/readyz");
+    return res && res->status == 503 && res->body.find("the cluster view is stale: watches failing") != std::string::npos;
+  }));
+  // Three times the assumption's TTL later, the bound pod still counts: nothing could have confirmed it.
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const json next = c.names_args(gpu_pod("next", "uid-next", 4));
+  CHECK(failure_of(post_json(p, "/filter", next), "a100-4") == "only 0 of 4 GPUs free; pod requests 4");
+  CHECK_FALSE(p.logged("assumed pod(s) expired", std::chrono::milliseconds(0)));
+
+  // The API server is back: ready again, and the relist confirms what the assumption held.
+  c.api.fail_reads(0);
+  CHECK(eventually([&] { return ready(p); }, std::chrono::seconds(40)));
+  CHECK(failure_of(post_json(p, "/filter", next), "a100-4") == "only 0 of 4 GPUs free; pod requests 4");
+}
+
 TEST_CASE("kube: a pod or node that cannot be fully understood still counts, and stops nothing") {
   Cluster c;
   // Any user can write this annotation on a pod; 10Pi of memory overflows int64 milli-units.
@@ -424,4 +455,27 @@ TEST_CASE("explain: --kubeconfig and --pod NS/NAME explain a pending pod from th
   const auto missing = test_support::run_binary({"explain", "--kubeconfig", kubeconfig, "--pod", "team-a/nope"});
   CHECK(missing.exit_code == 2);
   CHECK(missing.output.find("GET /api/v1/namespaces/team-a/pods/nope: HTTP 404") != std::string::npos);
+}
+
+TEST_CASE("kube: /bind is refused on a port others reach without a client certificate, unless a flag says it is meant") {
+  Cluster c;
+  const json pending = gpu_pod("train", "uid-train", 4);
+  c.api.put_pod(pending);
+  const json bind = {{"PodName", "train"}, {"PodNamespace", "ml"}, {"PodUID", "uid-train"}, {"Node", "a100-4"}};
+  {
+    ExtenderProcess p(c.args({"--address", "0.0.0.0"}));
+    REQUIRE(eventually([&] { return ready(p); }));
+    CHECK(p.logged("/bind is refused"));
+    const std::string error = post_json(p, "/bind", bind)["Error"];
+    CHECK(error.find("asks no client certificate on --address 0.0.0.0") != std::string::npos);
+    CHECK(error.find("--allow-unauthenticated-bind") != std::string::npos);
+    CHECK(c.api.bindings().empty());
+    // The other verbs are served as ever: only the one that writes to the cluster is refused.
+    CHECK(post_json(p, "/filter", c.names_args(pending))["NodeNames"] == json::array({"a100-4"}));
+  }
+  ExtenderProcess p(c.args({"--address", "0.0.0.0", "--allow-unauthenticated-bind"}));
+  REQUIRE(eventually([&] { return ready(p); }));
+  post_json(p, "/filter", c.names_args(pending));
+  CHECK(post_json(p, "/bind", bind)["Error"] == "");
+  CHECK(c.api.bindings().size() == 1);
 }

@@ -2,10 +2,12 @@
 #include <httplib.h>
 
 #include <catch2/catch.hpp>
+#include <ctime>
 
 #include "../unit/test_support.h"
 #include "extender_process.h"
 #include "fake_api_server.h"
+#include "metrics_support.h"
 #include "raw_connection.h"
 
 using test_support::ExtenderProcess;
@@ -144,4 +146,129 @@ TEST_CASE("tls: the admission webhook answers over HTTPS on its own port, withou
   auto r = test_support::run_binary({"--webhook-port", "9443", "--check-config"});
   CHECK(r.exit_code == 2);
   CHECK(r.output.find("--webhook-port needs a certificate") != std::string::npos);
+}
+
+namespace {
+// What `openssl s_client` prints for a handshake with these options (stdin closed at once, unless `input`).
+std::string s_client(int port, const std::string& options, const std::string& input = "") {
+  const std::string cmd = (input.empty() ? std::string("echo") : "(" + input + ")") + " | openssl s_client " + options +
+                          " -connect 127.0.0.1:" + std::to_string(port) + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  pclose(pipe);
+  return out;
+}
+
+// Certificate authorities and the client certificates they sign, in a directory removed at the end.
+class TestAuthority {
+ public:
+  TestAuthority() {
+    char tmpl[] = "/tmp/gpu-extender-ca-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+  }
+  ~TestAuthority() { std::system(("rm -rf " + dir_).c_str()); }
+  // A new CA named `ca`: its certificate's path.
+  std::string make_ca(const std::string& ca) {
+    run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=" + ca +
+        " -keyout " + path(ca + ".key") + " -out " + path(ca + ".crt"));
+    return path(ca + ".crt");
+  }
+  // A client certificate of subject CN `cn` signed by `ca` (its key beside it as `cn`.key): its path.
+  std::string sign(const std::string& ca, const std::string& cn) {
+    run("openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=" + cn + " -keyout " +
+        path(cn + ".key") + " -out " + path(cn + ".csr"));
+    run("openssl x509 -req -in " + path(cn + ".csr") + " -CA " + path(ca + ".crt") + " -CAkey " + path(ca + ".key") +
+        " -CAcreateserial -days 2 -out " + path(cn + ".crt"));
+    return path(cn + ".crt");
+  }
+  std::string path(const std::string& name) const { return dir_ + "/" + name; }
+
+ private:
+  static void run(const std::string& cmd) { REQUIRE(std::system((cmd + " >/dev/null 2>&1").c_str()) == 0); }
+  std::string dir_;
+};
+
+// Whether a client holding `cn`'s certificate (from `authority`) gets /healthz answered.
+bool answered_with(const TestAuthority& authority, const std::string& cn, int port) {
+  httplib::SSLClient client("127.0.0.1", port, authority.path(cn + ".crt"), authority.path(cn + ".key"));
+  client.set_ca_cert_path(TestCertificate::get().cert_file.c_str());
+  auto res = client.Get("/healthz");
+  return res && res->status == 200;
+}
+}  // namespace
+
+TEST_CASE("tls: TLS 1.2 offers ECDHE with AEAD only, TLS 1.3 is preferred, renegotiation is refused") {
+  const auto& cert = TestCertificate::get();
+  ExtenderProcess p({"--tls-cert-file", cert.cert_file, "--tls-key-file", cert.key_file});
+  CHECK(s_client(p.port(), "").find("New, TLSv1.3") != std::string::npos);
+  CHECK(s_client(p.port(), "-tls1_2 -cipher ECDHE-RSA-AES128-GCM-SHA256").find("Cipher is ECDHE-RSA-AES128-GCM-SHA256") !=
+        std::string::npos);
+  CHECK(s_client(p.port(), "-tls1_2 -cipher ECDHE-RSA-CHACHA20-POLY1305").find("Cipher is ECDHE-RSA-CHACHA20-POLY1305") !=
+        std::string::npos);
+  // Static RSA key exchange (no forward secrecy) and CBC suites are refused, even when they are all a client has.
+  for (const char* refused : {"AES128-GCM-SHA256", "AES256-SHA", "ECDHE-RSA-AES128-SHA", "ECDHE-RSA-AES256-SHA384"}) {
+    INFO(refused);
+    CHECK(s_client(p.port(), std::string("-tls1_2 -cipher ") + refused).find("Cipher is (NONE)") != std::string::npos);
+  }
+  // A client asking to renegotiate (s_client does on "R") gets no new handshake.
+  const std::string renegotiation = s_client(p.port(), "-tls1_2", "sleep 1; echo R; sleep 1");
+  INFO(renegotiation);
+  CHECK(renegotiation.find("RENEGOTIATING") != std::string::npos);
+  CHECK(renegotiation.find("no renegotiation") != std::string::npos);
+}
+
+TEST_CASE("tls: --tls-client-names admits the scheduler's certificate only, not every one the CA signed") {
+  const auto& cert = TestCertificate::get();
+  TestAuthority authority;
+  const std::string ca = authority.make_ca("issuer");
+  authority.sign("issuer", "gpu-scheduler");
+  authority.sign("issuer", "some-workload");
+  ExtenderProcess p({"--tls-cert-file", cert.cert_file, "--tls-key-file", cert.key_file, "--tls-client-ca-file", ca,
+                     "--tls-client-names", "gpu-scheduler"});
+  CHECK(answered_with(authority, "gpu-scheduler", p.port()));
+  CHECK_FALSE(answered_with(authority, "some-workload", p.port()));
+  CHECK(p.logged("some-workload"));  // the refusal names whom it refused
+}
+
+TEST_CASE("tls: a client CA bundle renewed on disk is used without a restart") {
+  const auto& cert = TestCertificate::get();
+  TestAuthority authority;
+  const std::string ca = authority.path("client-ca.crt");
+  std::system(("cp " + authority.make_ca("old") + " " + ca).c_str());
+  authority.make_ca("new");
+  authority.sign("old", "scheduler-old");
+  authority.sign("new", "scheduler-new");
+  ExtenderProcess p({"--tls-cert-file", cert.cert_file, "--tls-key-file", cert.key_file, "--tls-client-ca-file", ca});
+  CHECK(answered_with(authority, "scheduler-old", p.port()));
+  CHECK_FALSE(answered_with(authority, "scheduler-new", p.port()));
+  // The rotation cert-manager does: the new CA beside the old, written in place (a rename, as the kubelet does).
+  std::system(("cat " + authority.path("old.crt") + " " + authority.path("new.crt") + " > " + ca + ".tmp && mv " + ca +
+               ".tmp " + ca).c_str());
+  CHECK(test_support::eventually([&] { return answered_with(authority, "scheduler-new", p.port()); },
+                                 std::chrono::seconds(15)));
+  CHECK(answered_with(authority, "scheduler-old", p.port()));
+}
+
+TEST_CASE("tls: each certificate's expiry is a metric") {
+  const auto& cert = TestCertificate::get();
+  const int metrics_port = test_support::free_port();
+  const int webhook_port = test_support::free_port();
+  ExtenderProcess p({"--tls-cert-file", cert.cert_file, "--tls-key-file", cert.key_file, "--tls-client-ca-file",
+                     cert.cert_file, "--webhook-port", std::to_string(webhook_port), "--metrics-port",
+                     std::to_string(metrics_port)});
+  const auto series = test_support::scrape(metrics_port);
+  const double now = static_cast<double>(std::time(nullptr));
+  // The test certificate is made for 2 days: its expiry lies between 1 and 3 days from now, on each port.
+  for (const char* name :
+       {R"(gpu_extender_tls_certificate_expiration_timestamp_seconds{port="verbs",certificate="serving"})",
+        R"(gpu_extender_tls_certificate_expiration_timestamp_seconds{port="verbs",certificate="client-ca"})",
+        R"(gpu_extender_tls_certificate_expiration_timestamp_seconds{port="webhook",certificate="serving"})"}) {
+    INFO(name);
+    const double expires = test_support::value_of(series, name);
+    CHECK(expires > now + 86400);
+    CHECK(expires < now + 3 * 86400);
+  }
 }

@@ -49,6 +49,14 @@ TEST_CASE("policy: a file overrides key by key, in YAML or JSON") {
   CHECK(json.source == "p.json");
 }
 
+TEST_CASE("policy: a file nested deeper than yaml-cpp's depth bound is an error naming the file, never a crash") {
+  // yaml-cpp's parser stops at 500 levels (DepthGuard) with DeepRecursion: the policy file (and a
+  // reload of it) is refused with where and why, as any file that is not YAML.
+  const std::string deep = "filters: " + std::string(100000, '[') + std::string(100000, ']') + "\n";
+  CHECK_THROWS_WITH(parse_policy(deep, "deep.yaml"), Catch::StartsWith("deep.yaml: not valid YAML or JSON: ") &&
+                                                         Catch::Contains("nested more than"));
+}
+
 TEST_CASE("policy: errors name the file and the key") {
   CHECK_THROWS_WITH(parse_policy("filter: []", "f.yaml"), Catch::StartsWith("f.yaml: filter: unknown key"));
   CHECK_THROWS_WITH(parse_policy("nodeLabels:\n  gpuModle: x\n", "f.yaml"),
