@@ -22,11 +22,9 @@ struct ProcessResult {
   std::string output;  // stdout and stderr
 };
 
-// Runs the binary to completion (for flag and config checks).
-inline ProcessResult run_binary(const std::vector<std::string>& args) {
-  std::string command = std::string(GPU_EXTENDER_BINARY);
-  for (const auto& a : args) command += " '" + a + "'";
-  command += " 2>&1";
+// Runs a shell command to completion: its exit code and what it printed on stdout (and on stderr when
+// the command sends it there with 2>&1).
+inline ProcessResult run_command(const std::string& command) {
   ProcessResult result;
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) throw std::runtime_error("popen failed");
@@ -36,6 +34,13 @@ inline ProcessResult run_binary(const std::vector<std::string>& args) {
   const int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+// Runs the binary to completion (for flag and config checks).
+inline ProcessResult run_binary(const std::vector<std::string>& args) {
+  std::string command = std::string(GPU_EXTENDER_BINARY);
+  for (const auto& a : args) command += " '" + a + "'";
+  return run_command(command + " 2>&1");
 }
 
 class ExtenderProcess {

@@ -3,15 +3,14 @@
 // no HTTP library would send (a declared body never sent, a chunked body streamed until the server stops
 // reading), written byte for byte after the handshake. The server's certificate is not verified: these
 // tests are about what the server does with the bytes, and tls_test checks the certificates.
-#include <arpa/inet.h>
-#include <signal.h>
-#include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <sys/socket.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <string>
+
+#include "raw_connection.h"
 
 namespace test_support {
 
@@ -20,14 +19,7 @@ class TlsConnection {
   explicit TlsConnection(int port) : context_(SSL_CTX_new(TLS_client_method())) {
     // SSL_write has no MSG_NOSIGNAL: a write after the server closed must fail, not kill the test.
     signal(SIGPIPE, SIG_IGN);
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-    REQUIRE(connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    timeval timeout{15, 0};
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    fd_ = connect_loopback(port);
     ssl_ = SSL_new(context_);
     SSL_set_fd(ssl_, fd_);
     REQUIRE(SSL_connect(ssl_) == 1);

@@ -54,15 +54,9 @@ TEST_CASE("tls: unreadable certificate files stop the start with a message") {
 namespace {
 // The SHA-256 fingerprint of the certificate a TLS server presents, as the openssl command prints it.
 std::string served_fingerprint(int port) {
-  const std::string cmd = "echo | openssl s_client -connect 127.0.0.1:" + std::to_string(port) +
-                          " 2>/dev/null | openssl x509 -noout -fingerprint -sha256 2>/dev/null";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[512];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-  pclose(pipe);
-  return out;
+  return test_support::run_command("echo | openssl s_client -connect 127.0.0.1:" + std::to_string(port) +
+                                   " 2>/dev/null | openssl x509 -noout -fingerprint -sha256 2>/dev/null")
+      .output;
 }
 }  // namespace
 
@@ -151,15 +145,9 @@ TEST_CASE("tls: the admission webhook answers over HTTPS on its own port, withou
 namespace {
 // What `openssl s_client` prints for a handshake with these options (stdin closed at once, unless `input`).
 std::string s_client(int port, const std::string& options, const std::string& input = "") {
-  const std::string cmd = (input.empty() ? std::string("echo") : "(" + input + ")") + " | openssl s_client " + options +
-                          " -connect 127.0.0.1:" + std::to_string(port) + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-  pclose(pipe);
-  return out;
+  return test_support::run_command((input.empty() ? std::string("echo") : "(" + input + ")") + " | openssl s_client " +
+                                   options + " -connect 127.0.0.1:" + std::to_string(port) + " 2>&1")
+      .output;
 }
 
 // Certificate authorities and the client certificates they sign, in a directory removed at the end.
