@@ -15,10 +15,38 @@ import kube
 ADMIN_TOKEN_FILE = "admin.token"
 
 
+def _ephemeral_range():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(v) for v in f.read().split())
+            return low, high
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+_handed_out = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port no process holds, taken below the kernel's ephemeral range: a port the kernel chose with
+    bind(0) is in that range, so one of the suite's thousands of outgoing connections can take it as its source
+    port before the server binds it (CI saw kube-apiserver fail with "address already in use"). Each port is
+    handed out once per run."""
+    low, _ = _ephemeral_range()
+    first, last = max(1024, low - 12000), low - 1
+    start = first + (os.getpid() * 7919) % (last - first)
+    for offset in range(last - first):
+        port = first + (start - first + offset) % (last - first)
+        if port in _handed_out:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    raise RuntimeError(f"no free loopback port in {first}-{last}")
 
 
 def run_quiet(*args):
