@@ -4,7 +4,8 @@ helm_chart: lint and template every documented combination of values (charts/gpu
 values schema refusing a typo and a wrong type by name; then `helm install` against the real API server
 (every object accepted and validated there), the real gpu-extender and kube-scheduler started from what
 the release put on the API server (the Deployment's args, the ConfigMap's KubeSchedulerConfiguration, the
-Secrets' certificates: mutual TLS as the chart makes it) and a GPU pod placed and bound through them;
+Secrets' certificates: mutual TLS as the chart makes it) and a GPU pod placed and bound through them; the
+chart's webhook configuration, as installed, called by the API server through the chart's Service;
 `helm upgrade` (the CA kept, both certificates signed again, a restarted extender with the new
 certificate still trusted by the scheduler that has the old one); `helm uninstall` leaving nothing behind.
 There is no kubelet: the chart's pods never run, so the binaries run as they would in them."""
@@ -181,7 +182,7 @@ class Released:
 
     def __init__(self, env):
         self.env, self.api, self.work = env, env.api, os.path.join(env.plane.work, "helm-release")
-        self.port, self.metrics_port = plane.free_port(), plane.free_port()
+        self.port, self.metrics_port, self.webhook_port = plane.free_port(), plane.free_port(), plane.free_port()
         self.extender = self.scheduler = None
 
     def kubeconfig(self, account):
@@ -192,20 +193,36 @@ class Released:
         return path
 
     def start_extender(self):
-        """The Deployment's container args, with loopback ports and the Secret's files where the volume would be."""
+        """The Deployment's container args, with free ports and the Secret's files where the volume would be. The
+        address stays the chart's 0.0.0.0: the API server calls the webhook at this machine's address (what the
+        Service's EndpointSlice names; an endpoint may not be loopback)."""
         deployment = self.api.get(f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/{FULLNAME}")
         tls = os.path.join(self.work, "extender-tls")
         secret_files(self.api, f"{FULLNAME}-tls", tls)
         args = []
         for a in deployment["spec"]["template"]["spec"]["containers"][0]["args"]:
-            a = a.replace("/etc/gpu-extender-tls", tls).replace("--address=0.0.0.0", "--address=127.0.0.1")
+            a = a.replace("/etc/gpu-extender-tls", tls)
             a = f"--port={self.port}" if a.startswith("--port=") else a
+            a = f"--webhook-port={self.webhook_port}" if a.startswith("--webhook-port=") else a
             args.append(f"--metrics-port={self.metrics_port}" if a.startswith("--metrics-port=") else a)
         assert f"--tls-client-ca-file={tls}/ca.crt" in args, args
+        assert f"--tls-client-names={SCHEDULER}" in args, args  # the identity check on
+        assert "--address=0.0.0.0" in args and f"--webhook-port={self.webhook_port}" in args, args
         self.extender = self.env.plane.start("gpu-extender", [
             self.env.extender_binary, *args, "--kubeconfig", self.kubeconfig(FULLNAME), "--shutdown-drain-seconds", "0"])
         plane.wait_healthy(self.extender, "gpu-extender",
                            lambda: plane.http_ok(f"http://127.0.0.1:{self.metrics_port}/readyz"), 60)
+
+    def publish_webhook_endpoint(self):
+        """What the endpoints controller would write for the extender's pod: the chart's Service has a selector
+        but no pod runs here (no kubelet), so its EndpointSlice names this machine's address and the webhook's
+        port. The API server (--enable-aggregator-routing) resolves the webhook's Service through it."""
+        self.api.create({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                         "metadata": {"name": f"{FULLNAME}-e2e", "namespace": NAMESPACE,
+                                      "labels": {"kubernetes.io/service-name": FULLNAME}},
+                         "addressType": "IPv4",
+                         "endpoints": [{"addresses": [plane.host_address()], "conditions": {"ready": True}}],
+                         "ports": [{"name": "webhook", "port": self.webhook_port, "protocol": "TCP"}]})
 
     def stop_extender(self):
         self.extender.stop()
@@ -271,6 +288,37 @@ def place(env, released, name):
     assert got == "helm-h100", f"{name} went to {got}"
 
 
+def mutated_through_the_service(env, released):
+    """The chart's MutatingWebhookConfiguration exactly as helm installed it (its Service reference and port, its
+    CA bundle, namespace selector and match condition): the real API server resolves the Service to the
+    released extender's webhook port, checks its certificate for <service>.<namespace>.svc, and the pod comes
+    back with the GPU terms; the real scheduler then places it through the extender over mTLS. The chart's
+    failurePolicy is Ignore, so an unreached webhook shows as a pod with no terms (retried while the API
+    server's informers catch up with the EndpointSlice)."""
+    released.publish_webhook_endpoint()
+    env.api.create({"apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": "helm-webhook", "labels": {"gpu.nvidia.com/node-affinity": "enabled"}}},
+                   ok_exists=True)
+    created = None
+    for attempt in range(40):
+        name = f"mutated-{attempt}"
+        env.api.create(pod("helm-webhook", name, {GPU: "2"}, {"gpu.nvidia.com/model": "H100"}, scheduler=SCHEDULER))
+        created = env.api.pod("helm-webhook", name)
+        if created["spec"].get("affinity"):
+            break
+        env.api.delete(f"/api/v1/namespaces/helm-webhook/pods/{name}", 0)
+        time.sleep(0.25)
+    terms = created["spec"].get("affinity", {}).get("nodeAffinity", {}) \
+        .get("requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms", [])
+    assert terms, "the API server did not reach the webhook through the chart's Service"
+    keys = {r["key"]: r["values"] for t in terms for r in t["matchExpressions"]}
+    assert keys.get("gpu.nvidia.com/model") == ["H100"], keys
+    got = node_of(wait_pod_bound(env.api, "helm-webhook", created["metadata"]["name"], 60))
+    assert got == "helm-h100", f"the mutated pod went to {got}"
+    env.api.delete("/api/v1/namespaces/helm-webhook", 0)
+    return attempt
+
+
 def helm_chart(env):
     started = time.monotonic()
     version = env.plane.version()
@@ -298,6 +346,8 @@ def helm_chart(env):
         place(env, released, "first")
         assert released.binds() == 1, "the extender did not bind through mTLS"
         assert not released.answers_without_client_certificate(), "the extender answered a client with no certificate"
+        webhook_retries = mutated_through_the_service(env, released)
+        assert released.binds() == 2, "the mutated pod was not bound through mTLS"
 
         ca_before = secret_files(env.api, f"{FULLNAME}-ca", os.path.join(env.plane.work, "ca-1"))["ca.crt"]
         cert_before = secret_files(env.api, f"{FULLNAME}-tls", os.path.join(env.plane.work, "tls-1"))["tls.crt"]
@@ -319,7 +369,7 @@ def helm_chart(env):
         code, out = helm(env, "uninstall", RELEASE, "-n", NAMESPACE, check=False)
     assert code == 0, out
     kube.wait_for("nothing of the release left (helm uninstall)", lambda: not release_objects(env.api), 30)
-    return {"pods placed": 2, "values files": examples, "rendered files current": rendered,
+    return {"pods placed": 3, "webhook retries": webhook_retries, "values files": examples, "rendered files current": rendered,
             "seconds": time.monotonic() - started}
 
 

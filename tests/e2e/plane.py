@@ -49,6 +49,17 @@ def free_port():
     raise RuntimeError(f"no free loopback port in {first}-{last}")
 
 
+def host_address():
+    """This machine's first non-loopback IPv4 address: an EndpointSlice may not name loopback, so a Service
+    reached through its endpoints (the admission webhook's) points here."""
+    out = subprocess.run(["hostname", "-I"], capture_output=True, text=True).stdout.split()
+    for address in out:
+        if "." in address and not address.startswith(("127.", "169.254.")):
+            return address
+    raise RuntimeError(f"no non-loopback IPv4 address on this machine (hostname -I: {out}): the webhook "
+                       "scenario needs one for the Service's EndpointSlice")
+
+
 def run_quiet(*args):
     subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
@@ -188,7 +199,10 @@ class ControlPlane:
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-account-key-file={p('sa.pub')}", f"--service-account-signing-key-file={p('sa.key')}",
             "--service-cluster-ip-range=10.0.0.0/24", "--disable-admission-plugins=ServiceAccount",
-            "--endpoint-reconciler-type=none", "--profiling=false", "--v=1", *gates, *apiserver_flags])
+            "--endpoint-reconciler-type=none", "--profiling=false",
+            # A webhook named by its Service is called at the Service's EndpointSlice address (as konnectivity-
+            # less clusters with no route to cluster IPs do); there is no kube-proxy here to route a cluster IP.
+            "--enable-aggregator-routing=true", "--v=1", *gates, *apiserver_flags])
         tls = ssl.create_default_context(cafile=self.ca_file)
         wait_healthy(apiserver, "kube-apiserver",
                      lambda: http_ok(f"https://127.0.0.1:{self.api_port}/readyz", tls), 180)
