@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "gpu_extender/common/quantity.h"
+#include "gpu_extender/policy/gpu_memory_size.h"
 #include "gpu_extender/policy/gpu_share.h"
 #include "common/json_writer.h"
 
@@ -30,6 +32,11 @@ Explanation explain(const Policy& policy, const PodRequest& pod, std::span<const
     };
     fact("gpuModel", node.gpu_model, node.gpu_model_label, schema.node_gpu_model_labels);
     fact("gpuMemory", node.gpu_memory, node.gpu_memory_label, schema.node_gpu_memory_labels);
+    // What the memory rule compares: the reported figure judged as the size the GPU is sold with.
+    if (node.gpu_memory)
+      if (const auto reported = parse_mebibytes(*node.gpu_memory))
+        out.nodes.back().facts.push_back({"gpuMemoryJudged", std::to_string(judged_gpu_memory_mib(*reported)),
+                                          "gpuMemory " + std::to_string(*reported) + " MiB as the size it is sold with"});
     fact("gpuCount", node.gpu_count, node.gpu_count_label, schema.node_gpu_count_labels);
     fact("gpuFamily", node.gpu_family, node.gpu_family_label, schema.node_gpu_family_labels);
     fact("gpuReplicas", node.gpu_replicas, node.gpu_replicas_label, schema.node_gpu_replicas_labels);

@@ -339,14 +339,15 @@ TEST_CASE("http: a GPU Operator node (GPU Feature Discovery labels only) is judg
   const json body = {{"Pod", pod},
                      {"Nodes",
                       {{"items",
-                        {gfd_node("a100-80", "NVIDIA-A100-SXM4-80GB", "81920"), gfd_node("a100-40", "NVIDIA-A100-PCIE-40GB", "40960"),
+                        {gfd_node("a100-80", "NVIDIA-A100-SXM4-80GB", "81920"), gfd_node("a100-40", "NVIDIA-A100-PCIE-40GB", "40536"),
                          gfd_node("h100", "NVIDIA-H100-80GB-HBM3", "81559", "hopper")}}}}};
   auto res = post(p, "/filter", body.dump());
   REQUIRE(res);
   REQUIRE(res->status == 200);
   const json out = json::parse(res->body);
   CHECK(out["NodeNames"] == json::array({"a100-80"}));
-  CHECK(out["FailedAndUnresolvableNodes"]["a100-40"] == "gpu memory 40960 MiB per GPU is below requested 81920 MiB");
+  CHECK(out["FailedAndUnresolvableNodes"]["a100-40"] ==
+        "gpu memory 40536 MiB per GPU (judged 40 GiB, the size it is sold with) is below requested 81920 MiB");
   CHECK(out["FailedAndUnresolvableNodes"]["h100"] == "gpu model NVIDIA-H100-80GB-HBM3 does not match requested A100");
   // /explain says where each fact came from.
   auto explained = post(p, "/explain", body.dump());
@@ -355,6 +356,10 @@ TEST_CASE("http: a GPU Operator node (GPU Feature Discovery labels only) is judg
   CHECK(e["best"] == "a100-80");
   CHECK(e["nodes"][0]["facts"]["gpuModel"]["label"] == "nvidia.com/gpu.product");
   CHECK(e["nodes"][0]["facts"]["gpuMemory"]["value"] == "81920");
+  // NVML's 81559 MiB for an H100 (GFD's label) is judged as the 80 GiB it is sold with.
+  CHECK(e["nodes"][2]["facts"]["gpuMemory"]["value"] == "81559");
+  CHECK(e["nodes"][2]["facts"]["gpuMemoryJudged"]["value"] == "81920");
+  CHECK(e["nodes"][2]["facts"]["gpuMemoryJudged"]["label"] == "gpuMemory 81559 MiB as the size it is sold with");
   CHECK(e["nodes"][0]["facts"]["gpuFamily"]["label"] == "nvidia.com/gpu.family");
   // A pod that asks for a family only: the hopper node.
   json by_family = body;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "gpu_extender/policy/gpu_memory_size.h"
 #include "policy/gpu_model_match.h"
 
 namespace gpu_extender::admission {
@@ -116,7 +117,9 @@ std::vector<Term> gpu_affinity_terms(const PodFacts& pod, const SeenValues& seen
       term.push_back({v.model, "In", {values.begin(), values.end()}});
     }
     if (!families.empty() && v.family) term.push_back({v.family, "In", family_values});
-    if (memory) term.push_back({v.memory, "Gt", {std::to_string(*pod.gpu_memory_mib - 1)}});
+    // The extender judges a label as the size the GPU is sold with (gpu_memory_size.h): the term admits
+    // exactly the labels it judges enough, so an autoscaler launches no node the extender then refuses.
+    if (memory) term.push_back({v.memory, "Gt", {std::to_string(lowest_reported_mib(*pod.gpu_memory_mib) - 1)}});
     terms.push_back(std::move(term));
   }
   return terms;

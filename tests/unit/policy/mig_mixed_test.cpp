@@ -91,7 +91,7 @@ TEST_CASE("mig: gpuMemory asks the slice's memory, not the whole GPU's") {
   CHECK(check(*p, slice_pod(1, 1, 8192), n).fit == Fit::kPass);
   const auto small = check(*p, slice_pod(0, 1, 8192), n);
   CHECK(small.fit == Fit::kUnresolvable);
-  CHECK(small.reason == "gpu memory 4864 MiB per slice is below requested 8192 MiB");
+  CHECK(small.reason == "gpu memory 4864 MiB per slice (judged 5 GiB, the size its profile names) is below requested 8192 MiB");
   NodeView unlabelled = n;
   unlabelled.mig_memory[1].reset();
   CHECK(check(*p, slice_pod(1, 1, 8192), unlabelled).reason ==
@@ -99,7 +99,7 @@ TEST_CASE("mig: gpuMemory asks the slice's memory, not the whole GPU's") {
   // A pod asking whole GPUs too is judged on both.
   PodRequest both = slice_pod(1, 1, 20000);
   both.requests.set(ViewSchema::kGpuResource, 1000);
-  CHECK(check(*p, both, n).reason == "gpu memory 9984 MiB per slice is below requested 20000 MiB");
+  CHECK(check(*p, both, n).reason == "gpu memory 9984 MiB per slice (judged 10 GiB, the size its profile names) is below requested 20000 MiB");
 }
 
 TEST_CASE("mig: gpuFit ranks slice pods by the spare slices of their profile, gpuIdle applies to them") {

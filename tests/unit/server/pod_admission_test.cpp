@@ -2,8 +2,10 @@
 // vocabulary, ANDed with the pod's own terms; idempotent; invalid annotations refused by name.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "gpu_extender/kube/kube_config.h"  // base64_decode
+#include "gpu_extender/policy/gpu_memory_size.h"
 #include "policy/gpu_model_match.h"
 #include "server/admission/json_depth.h"
 #include "server/admission/pod_admission.h"
@@ -87,13 +89,14 @@ TEST_CASE("admission: a model becomes one term per vocabulary, each value one th
 }
 
 TEST_CASE("admission: memory per GPU is Gt on each memory label, and a vocabulary without one gets no term") {
+  // Gt the lowest figure the extender judges 80 GiB (gpu_memory_size.h): GFD's 81559 for an H100 passes.
   const Reviewed r = review(pod_with({{"gpu.nvidia.com/memory", "81920"}}));
   const json terms = terms_of(r.pod);
   REQUIRE(terms.size() == 4);  // no GKE term: GKE has no memory label, which the extender needs
   for (const json& term : terms) {
     REQUIRE(term["matchExpressions"].size() == 1);
     CHECK(term["matchExpressions"][0]["operator"] == "Gt");
-    CHECK(term["matchExpressions"][0]["values"] == json::array({"81919"}));
+    CHECK(term["matchExpressions"][0]["values"] == json::array({"75366"}));
   }
   CHECK(terms[2]["matchExpressions"][0]["key"] == "karpenter.k8s.aws/instance-gpu-memory");
 }
@@ -224,6 +227,25 @@ bool node_matches(const json& terms, const std::map<std::string, std::string>& l
   return false;
 }
 }  // namespace
+
+TEST_CASE("admission: a node Karpenter launches for a memory term is one the extender keeps once GFD labels it") {
+  // Per GPU: Karpenter's instance-gpu-memory for it, and GFD's nvidia.com/gpu.memory (NVML) on the node.
+  const std::vector<std::tuple<const char*, int64_t, int64_t>> gpus = {
+      {"t4", 16384, 15360}, {"l4", 22888, 23034}, {"a10g", 24576, 23028}, {"l40s", 45776, 46068},
+      {"a100", 40960, 40536}, {"h100", 81920, 81559}, {"h200", 144384, 143771}};
+  for (const int64_t gib : {16, 24, 40, 48, 80, 141}) {
+    const json terms = terms_of(review(pod_with({{"gpu.nvidia.com/memory", std::to_string(gib) + "Gi"}})).pod);
+    for (const auto& [name, karpenter, nvml] : gpus) {
+      INFO(gib << " GiB asked, " << name);
+      const bool launched = node_matches(terms, {{"karpenter.k8s.aws/instance-gpu-memory", std::to_string(karpenter)}});
+      const bool after_gfd = node_matches(terms, {{"karpenter.k8s.aws/instance-gpu-memory", std::to_string(karpenter)},
+                                                  {"nvidia.com/gpu.memory", std::to_string(nvml)}});
+      CHECK(launched == (judged_gpu_memory_mib(nvml) >= gib * 1024));  // what the extender will judge
+      CHECK(launched == (judged_gpu_memory_mib(karpenter) >= gib * 1024));
+      CHECK(after_gfd == launched);
+    }
+  }
+}
 
 TEST_CASE("admission: a review nested deeper than kMaxReviewDepth is a 400 naming the depth, never a stack overflow") {
   // 200,000 arrays inside a pod's spec (400 KB): parsing alone is iterative, but copying or dumping the
