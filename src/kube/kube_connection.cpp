@@ -76,8 +76,9 @@ void KubeConnection::start() {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       // While the pods' watch fails, nothing could confirm an assumed pod: its assumption is kept (as
       // kube-scheduler's cache keeps one until its binding is seen), and runs its TTL again once the
-      // watch is back, instead of expiring and leaving its GPUs counted free.
-      if (pods_reflector_->failing_for() > std::chrono::seconds(1))
+      // watch is back, instead of expiring and leaving its GPUs counted free. From the first failure, not
+      // a grace period later: a pod bound just before the watch broke would otherwise expire in the gap.
+      if (pods_reflector_->failing_for() > std::chrono::steady_clock::duration::zero())
         ledger_->hold_assumed_until(std::chrono::steady_clock::now() + options_.ledger.assume_ttl);
       if (const size_t expired = ledger_->expire().assumed)
         spdlog::info("placement ledger: {} assumed pod(s) expired without the watch confirming them", expired);
