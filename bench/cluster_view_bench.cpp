@@ -266,10 +266,15 @@ void time_dra_inventory(const NodeEvents& nodes, const ViewSchema& schema, const
     decoder.decode_node_event(line, schema, node);
     const int64_t count = node.gpu_count ? std::stoll(std::string(*node.gpu_count)) : 0;
     const int64_t mib = node.gpu_memory ? std::stoll(std::string(*node.gpu_memory)) : 0;
-    DraSlice slice{std::string(node.name) + "-gpu.nvidia.com", std::string(node.name), std::string(node.name), {}, {}};
-    for (int64_t i = 0; i < count; ++i)
-      slice.gpus.push_back({"gpu-" + std::to_string(i), "", "NVIDIA " + std::string(node.gpu_model.value_or("")),
-                            "Ampere", mib << 20});
+    DraSlice slice{std::string(node.name) + "-gpu.nvidia.com", std::string(node.name), std::string(node.name), 1, 1,
+                   true, {}};
+    for (int64_t i = 0; i < count; ++i) {
+      DraDevice gpu{"gpu-" + std::to_string(i), DraDevice::Kind::kWholeGpu,
+                    "NVIDIA " + std::string(node.gpu_model.value_or("")), "Ampere", mib << 20, {}, {}};
+      gpu.physical = {"pci:0000:" + std::to_string(16 + i) + ":00.0", "uuid:GPU-" + std::string(node.name) + "-" +
+                                                                           std::to_string(i)};
+      slice.devices.push_back(std::move(gpu));
+    }
     view->upsert_slice(std::move(slice));
   }
   // Claim events as the API server sends them, one per node of two; timed through decode and upsert.

@@ -6,6 +6,7 @@ std::shared_ptr<const CachedNode> CachedNode::copy_of(const NodeView& decoded) {
   auto node = std::shared_ptr<CachedNode>(new CachedNode());
   node->view_ = decoded;
   node->view_.raw_json = {};  // the cache does not keep node bytes: names mode never echoes them
+  node->view_.dra_tainted_gpus = {};  // owned by the node it was read from; with_dra_gpus sets its own
   node->name_ = decoded.name;
   node->view_.name = node->name_;
   auto own = [](const std::optional<std::string_view>& from, std::string& storage,
@@ -45,6 +46,8 @@ std::shared_ptr<const CachedNode> CachedNode::with_dra_gpus(const NodeView& list
   v.gpu_model_label = v.gpu_memory_label = v.gpu_count_label = v.gpu_family_label = v.gpu_replicas_label = 0;
   v.capacity.set(ViewSchema::kGpuResource, gpus.count * 1000);
   v.allocatable.set(ViewSchema::kGpuResource, gpus.count * 1000);
+  node->tainted_ = gpus.tainted;
+  v.dra_tainted_gpus = node->tainted_;
   v.gpus_from_dra = true;
   return copy;
 }

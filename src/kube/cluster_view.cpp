@@ -21,7 +21,7 @@ namespace {
 // An entry with no node object and nothing in use on it: a deleted node whose pods are gone too.
 template <typename Entry>
 bool unused(const Entry& entry) {
-  return !entry.listed && entry.dra.empty() && entry.held_gpus.empty() && entry.used.milli == ResourceAmounts{}.milli;
+  return !entry.listed && entry.dra.empty() && entry.held_devices.empty() && entry.used.milli == ResourceAmounts{}.milli;
 }
 }  // namespace
 
@@ -71,8 +71,11 @@ void ClusterView::add_usage(const std::string& node, const ResourceAmounts& amou
 }
 
 void ClusterView::refresh_node(NodeEntry& entry) {
-  if (!entry.listed || entry.dra.empty()) entry.node = entry.listed;
-  else entry.node = CachedNode::with_dra_gpus(entry.listed->view(), DraGpuSummary::of(entry.dra));
+  entry.dra_gpus = DraNodeGpus::of(entry.dra);
+  // A node whose slices publish no GPU (a counter set only, for now) keeps its labels' facts.
+  if (!entry.listed || entry.dra_gpus.gpus.empty()) entry.node = entry.listed;
+  else entry.node = CachedNode::with_dra_gpus(entry.listed->view(), DraGpuSummary::of(entry.dra_gpus));
+  recount_dra(entry);
   changed(entry);
 }
 

@@ -20,7 +20,9 @@ void ClusterView::remove_slice(std::string_view name) {
 void ClusterView::upsert_slice(DraSlice slice) {
   std::unique_lock lock(mutex_);
   remove_slice(slice.name);
-  if (!slice.node.empty() && !slice.gpus.empty()) {  // slices of no node, or without GPUs, change nothing
+  // Slices of no node, or of another driver, change nothing. A slice of the driver without devices still
+  // counts toward its pool's size (a pool's counter sets have a slice of their own).
+  if (!slice.node.empty() && slice.of_driver) {
     NodeEntry& entry = entry_for(slice.node)->second;
     slice_nodes_[slice.name] = slice.node;
     std::string name = slice.name;
@@ -47,16 +49,31 @@ void ClusterView::replace_slices(std::vector<DraSlice> slices) {
 namespace {
 // What a claim or template asks, kept only while it asks GPUs.
 template <typename Map>
-void set_requested(Map& requests, std::string key, int64_t gpus) {
-  if (gpus > 0) requests.insert_or_assign(std::move(key), gpus);
+void set_requested(Map& requests, std::string key, int64_t gpus, std::vector<DeviceToleration> tolerations = {}) {
+  if (gpus > 0) requests.insert_or_assign(std::move(key), typename Map::mapped_type{gpus, std::move(tolerations)});
   else if (auto at = requests.find(key); at != requests.end()) requests.erase(at);
 }
 }  // namespace
 
 ResourceAmounts ClusterView::claimed_amounts(const NodeEntry& entry) {
   ResourceAmounts out;
-  if (!entry.held_gpus.empty()) out.set(ViewSchema::kGpuResource, static_cast<int64_t>(entry.held_gpus.size()) * 1000);
+  if (entry.dra_counted > 0) out.set(ViewSchema::kGpuResource, entry.dra_counted * 1000);
   return out;
+}
+
+void ClusterView::recount_dra(NodeEntry& entry) {
+  // In use: each GPU a claim holds, and each GPU no whole-GPU claim can get (in MIG mode, vfio only, its
+  // pool being republished, tainted), once.
+  entry.held_gpus.clear();
+  for (const auto& [device, claims] : entry.held_devices) entry.held_gpus.insert(entry.dra_gpus.occupied(device));
+  int64_t counted = static_cast<int64_t>(entry.held_gpus.size());
+  for (const DraNodeGpus::Gpu& gpu : entry.dra_gpus.gpus)
+    if (!gpu.available() && !entry.held_gpus.contains(gpu.key)) ++counted;
+  if (counted == entry.dra_counted) return;
+  entry.used.subtract(claimed_amounts(entry));
+  entry.dra_counted = counted;
+  entry.used.add(claimed_amounts(entry));
+  changed(entry);
 }
 
 ResourceAmounts ClusterView::counted(const PodEntry& pod) {
@@ -85,17 +102,14 @@ void ClusterView::cover_pod(const std::string& uid, bool cover) {
 void ClusterView::hold_gpus(ClaimEntry& claim, bool hold) {
   auto it = entry_for(claim.node);
   NodeEntry& entry = it->second;
-  const ResourceAmounts before = claimed_amounts(entry);
-  for (const std::string& gpu : claim.gpus) {
+  for (const std::string& device : claim.devices) {
     if (hold) {
-      ++entry.held_gpus[gpu];
-    } else if (auto at = entry.held_gpus.find(gpu); at != entry.held_gpus.end() && --at->second == 0) {
-      entry.held_gpus.erase(at);
+      ++entry.held_devices[device];
+    } else if (auto at = entry.held_devices.find(device); at != entry.held_devices.end() && --at->second == 0) {
+      entry.held_devices.erase(at);
     }
   }
-  entry.used.subtract(before);
-  entry.used.add(claimed_amounts(entry));
-  changed(entry);
+  recount_dra(entry);
   erase_if_unused(it);
 }
 
@@ -112,8 +126,7 @@ void ClusterView::add_claim(DraClaim claim) {
   // Only what holds GPUs on a node counts: an unallocated claim, or one of another driver, holds nothing.
   if (claim.node.empty() || claim.devices.empty()) return;
   ClaimEntry entry{claim.node, {}, std::move(claim.pods)};
-  const NodeEntry& node = entry_for(claim.node)->second;
-  for (const DraClaim::Device& d : claim.devices) entry.gpus.push_back(occupied_gpu(node.dra, d.pool, d.device));
+  for (const DraClaim::Device& d : claim.devices) entry.devices.push_back(DraNodeGpus::device_key(d.pool, d.device));
   hold_gpus(entry, true);
   for (const std::string& uid : entry.pods) cover_pod(uid, true);
   claims_.insert_or_assign(std::move(claim.key), std::move(entry));
@@ -122,7 +135,7 @@ void ClusterView::add_claim(DraClaim claim) {
 void ClusterView::upsert_claim(DraClaim claim) {
   std::unique_lock lock(mutex_);
   remove_claim(claim.key);
-  set_requested(claim_requests_, claim.key, claim.requested_gpus);
+  set_requested(claim_requests_, claim.key, claim.requested_gpus, claim.tolerations);
   add_claim(std::move(claim));
   reindex_if_names_changed();
 }
@@ -139,7 +152,7 @@ void ClusterView::replace_claims(std::vector<DraClaim> claims) {
   while (!claims_.empty()) remove_claim(std::string(claims_.begin()->first));
   claim_requests_.clear();
   for (DraClaim& claim : claims) {
-    set_requested(claim_requests_, claim.key, claim.requested_gpus);
+    set_requested(claim_requests_, claim.key, claim.requested_gpus, claim.tolerations);
     add_claim(std::move(claim));
   }
   reindex_if_names_changed();
@@ -147,7 +160,8 @@ void ClusterView::replace_claims(std::vector<DraClaim> claims) {
 
 void ClusterView::upsert_claim_template(DraClaim claim_template) {
   std::unique_lock lock(mutex_);
-  set_requested(template_requests_, std::move(claim_template.key), claim_template.requested_gpus);
+  set_requested(template_requests_, std::move(claim_template.key), claim_template.requested_gpus,
+                std::move(claim_template.tolerations));
 }
 
 void ClusterView::delete_claim_template(std::string_view key) {
@@ -158,17 +172,21 @@ void ClusterView::delete_claim_template(std::string_view key) {
 void ClusterView::replace_claim_templates(std::vector<DraClaim> templates) {
   std::unique_lock lock(mutex_);
   template_requests_.clear();
-  for (DraClaim& t : templates) set_requested(template_requests_, std::move(t.key), t.requested_gpus);
+  for (DraClaim& t : templates)
+    set_requested(template_requests_, std::move(t.key), t.requested_gpus, std::move(t.tolerations));
 }
 
-int64_t ClusterView::claimed_gpus_of(const PodRequest& pod) const {
+int64_t ClusterView::claimed_gpus_of(const PodRequest& pod, std::vector<DeviceToleration>* tolerations) const {
   int64_t gpus = 0;
   std::string key;
   std::shared_lock lock(mutex_);
   for (const PodRequest::ClaimRef& ref : pod.claims) {
     key.assign(pod.ns).append("/").append(ref.claim.empty() ? ref.claim_template : ref.claim);
     const auto& requests = ref.claim.empty() ? template_requests_ : claim_requests_;
-    if (auto at = requests.find(key); at != requests.end()) gpus += at->second;
+    if (auto at = requests.find(key); at != requests.end()) {
+      gpus += at->second.gpus;
+      if (tolerations) tolerations->insert(tolerations->end(), at->second.tolerations.begin(), at->second.tolerations.end());
+    }
   }
   return gpus;
 }
@@ -179,8 +197,9 @@ ClusterView::DraStats ClusterView::dra_stats() const {
   out.slices = slice_nodes_.size();
   out.claims = claims_.size();
   for (const auto& [name, entry] : nodes_) {
-    for (const auto& [slice_name, slice] : entry.dra) out.gpus += static_cast<int64_t>(slice.gpus.size());
+    out.gpus += static_cast<int64_t>(entry.dra_gpus.gpus.size());
     out.held_gpus += static_cast<int64_t>(entry.held_gpus.size());
+    out.unavailable_gpus += entry.dra_counted - static_cast<int64_t>(entry.held_gpus.size());
     if (!entry.dra.empty()) ++out.nodes;
   }
   return out;
@@ -191,13 +210,20 @@ std::optional<ClusterView::DraNode> ClusterView::dra_node(std::string_view node)
   auto it = nodes_.find(node);
   if (it == nodes_.end() || (it->second.dra.empty() && it->second.held_gpus.empty())) return std::nullopt;
   DraNode out;
-  for (const auto& [name, slice] : it->second.dra) {
-    out.slices.push_back(name);
-    for (const DraGpu& gpu : slice.gpus) out.gpus.push_back(slice.pool + "/" + gpu.name);
+  for (const auto& [name, slice] : it->second.dra) out.slices.push_back(name);
+  for (const DraNodeGpus::Gpu& gpu : it->second.dra_gpus.gpus) {
+    out.gpus.push_back(gpu.key);
+    if (gpu.available() || it->second.held_gpus.contains(gpu.key)) continue;
+    std::string why = !gpu.pool_complete ? "its pool is being republished (not all slices of its newest generation listed)"
+                      : !gpu.whole       ? "no whole device: in MIG mode (its MIG devices are claimed instead) or vfio only"
+                                         : "tainted";
+    for (const DeviceTaint& t : gpu.taints)
+      why.append(" ").append(t.key).append(t.value.empty() ? "" : "=").append(t.value).append(":").append(t.effect);
+    out.unavailable.emplace_back(gpu.key, std::move(why));
   }
   for (const auto& [key, claim] : claims_)
     if (claim.node == node)
-      for (const std::string& gpu : claim.gpus) out.held.emplace_back(gpu, key);
+      for (const std::string& device : claim.devices) out.held.emplace_back(it->second.dra_gpus.occupied(device), key);
   return out;
 }
 

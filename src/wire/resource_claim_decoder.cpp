@@ -11,6 +11,15 @@ namespace {
 
 constexpr std::string_view kExtendedResourceAnnotation = "resource.kubernetes.io/extended-resource-claim";
 
+// A boolean under `field`; null as false.
+bool take_bool_or_null(simdjson::simdjson_result<od::value> result, const std::string& field) {
+  od::value value = take(result, field, "true or false");
+  if (take_null(value, field)) return false;
+  bool b = false;
+  if (value.get_bool().get(b) != simdjson::SUCCESS) throw DecodeError(field, "not true or false");
+  return b;
+}
+
 // Calls `each` for every element of the array `value` under `field` (null: none), with errors located.
 template <typename Each>
 void for_each_item(od::value value, const std::string& field, Each&& each) {
@@ -115,6 +124,7 @@ void decode_result(od::value result, const std::string& at, ResourceClaimView& o
     else if (key == "pool") r.pool = take_string(value, at + ".pool");
     else if (key == "device") r.device = take_string(value, at + ".device");
     else if (key == "shareID") r.share_id = take_string(value, at + ".shareID");
+    else if (key == "adminAccess") r.admin_access = take_bool_or_null(value, at + ".adminAccess");
     else validate_value(take(value, key, "a value"), key);
   });
   if (r.driver.empty()) throw DecodeError(at + ".driver", "missing");
@@ -165,6 +175,21 @@ void decode_request(od::value request, const std::string& at, ResourceClaimView&
           if (take(v, base + ".count", "a whole number").get_int64().get(count) != simdjson::SUCCESS || count < 0)
             throw DecodeError(base + ".count", "expected a whole number, at least 0");
           r.count = count;
+        } else if (k == "adminAccess") {
+          r.admin_access = take_bool_or_null(v, base + ".adminAccess");
+        } else if (k == "tolerations") {
+          for_each_item(take(v, base + ".tolerations", "an array"), base + ".tolerations",
+                        [&](od::value toleration, const std::string& tat) {
+                          DeviceToleration t;
+                          for_each_field(toleration, tat, [&](std::string_view tk, auto tv) {
+                            if (tk == "key") t.key = take_string(tv, tat + ".key");
+                            else if (tk == "operator") t.op = take_string(tv, tat + ".operator");
+                            else if (tk == "value") t.value = take_string(tv, tat + ".value");
+                            else if (tk == "effect") t.effect = take_string(tv, tat + ".effect");
+                            else validate_value(take(tv, tk, "a value"), tk);  // tolerationSeconds
+                          });
+                          r.tolerations.push_back(std::move(t));
+                        });
         } else if (k == "capacity") {
           const std::string capacity = base + ".capacity";
           od::value value_of_capacity = take(v, capacity, "an object");

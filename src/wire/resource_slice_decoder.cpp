@@ -9,6 +9,18 @@
 namespace gpu_extender::wire {
 namespace {
 
+// Kubernetes' standard attribute of a PCI device's address: the same on a GPU, its MIG devices and its
+// vfio device, so it names the physical GPU (k8s.io/dynamic-resource-allocation/deviceattribute).
+constexpr std::string_view kPciBusIdAttribute = "resource.kubernetes.io/pciBusID";
+
+// A whole number of at least 0 under `field`.
+int64_t take_count(simdjson::simdjson_result<od::value> value, const std::string& field) {
+  int64_t n = 0;
+  if (take(value, field, "a whole number").get_int64().get(n) != simdjson::SUCCESS || n < 0)
+    throw DecodeError(field, "expected a whole number, at least 0");
+  return n;
+}
+
 // Whether attribute or capacity `key` is `name`, unqualified or qualified by the driver ("driver/name").
 bool names(std::string_view key, std::string_view name, std::string_view driver) {
   if (key == name) return true;
@@ -69,9 +81,39 @@ void decode_device(od::value device, const ViewSchema& schema, std::string_view 
           out.uuid = attribute_string(value, name);
         } else if (names(name, schema.dra_parent_attribute, driver)) {
           out.parent_uuid = attribute_string(value, name);
+        } else if (name == kPciBusIdAttribute) {
+          out.pci_bus_id = attribute_string(value, name);
         } else {
           validate_value(value, name);
         }
+      }
+    } else if (key == "consumesCounters") {
+      od::value list = take(f.value(), key, "an array");
+      if (take_null(list, key)) continue;
+      size_t index = 0;
+      for (auto c : take(list.get_array(), key, "an array")) {
+        const std::string at = "consumesCounters[" + std::to_string(index++) + "]";
+        for (auto m : take_object(take(c, at, "an object"), at)) {
+          const std::string_view mkey = field_key(m, at);
+          if (mkey == "counterSet") out.counter_sets.push_back(take_string(m.value(), at + ".counterSet"));
+          else validate_value(take(m.value(), mkey, "a value"), mkey);
+        }
+      }
+    } else if (key == "taints") {
+      od::value list = take(f.value(), key, "an array");
+      if (take_null(list, key)) continue;
+      size_t index = 0;
+      for (auto t : take(list.get_array(), key, "an array")) {
+        const std::string at = "taints[" + std::to_string(index++) + "]";
+        DeviceTaint taint;
+        for (auto m : take_object(take(t, at, "an object"), at)) {
+          const std::string_view mkey = field_key(m, at);
+          if (mkey == "key") taint.key = take_string(m.value(), at + ".key");
+          else if (mkey == "value") taint.value = take_string(m.value(), at + ".value");
+          else if (mkey == "effect") taint.effect = take_string(m.value(), at + ".effect");
+          else validate_value(take(m.value(), mkey, "a value"), mkey);  // timeAdded
+        }
+        out.taints.push_back(std::move(taint));
       }
     } else {
       validate_value(take(f.value(), key, "a value"), key);
@@ -94,6 +136,8 @@ void decode_spec(od::value spec, const ViewSchema& schema, ResourceSliceView& ou
       for (auto p : take_object(pool, "spec.pool")) {
         const std::string_view pkey = field_key(p, "spec.pool");
         if (pkey == "name") out.pool = take_string(p.value(), "spec.pool.name");
+        else if (pkey == "generation") out.pool_generation = take_count(p.value(), "spec.pool.generation");
+        else if (pkey == "resourceSliceCount") out.pool_slice_count = take_count(p.value(), "spec.pool.resourceSliceCount");
         else validate_value(take(p.value(), pkey, "a value"), pkey);
       }
     } else if (key == "devices") {
@@ -119,6 +163,8 @@ void decode_spec(od::value spec, const ViewSchema& schema, ResourceSliceView& ou
 
 void decode_resource_slice(od::value slice, const ViewSchema& schema, ResourceSliceView& out) {
   out.name = out.node_name = out.driver = out.pool = {};
+  out.pool_generation = 0;
+  out.pool_slice_count = 1;
   out.devices.clear();
   out.invalid_reason.clear();
   for (auto f : take_object(slice, "")) {

@@ -11,39 +11,67 @@ import kube
 from objects import GPU, bound, ensure_namespace, gpu_node, make_node, node_of, pod, wait_bound, wait_pod_bound
 
 DRIVER = "gpu.nvidia.com"
-H100 = ("NVIDIA H100 80GB HBM3", "Hopper", "80Gi")
-A100 = ("NVIDIA A100-SXM4-40GB", "Ampere", "40Gi")
+# (productName, architecture, memory) as NVIDIA's DRA driver publishes them: go-nvlib's architecture names, and
+# the memory NVML reports (not the size the GPU is sold with).
+H100 = ("NVIDIA H100 80GB HBM3", "Hopper", "81559Mi")
+A100 = ("NVIDIA A100-SXM4-40GB", "Ampere", "40536Mi")
+A100_80 = ("NVIDIA A100-SXM4-80GB", "Ampere", "81920Mi")
+L40S = ("NVIDIA L40S", "Ada Lovelace", "46068Mi")
+
+
+def whole_gpu(node, minor, gpu):
+    """A GPU not in MIG mode as the driver publishes it (cmd/gpu-kubelet-plugin/deviceinfo.go): no "index"."""
+    product, architecture, memory = gpu
+    return {"name": f"gpu-{minor}",
+            "attributes": {"type": {"string": "gpu"}, "uuid": {"string": f"GPU-{node}-{minor}"},
+                           "productName": {"string": product}, "brand": {"string": "Nvidia"},
+                           "architecture": {"string": architecture}, "cudaComputeCapability": {"version": "9.0.0"},
+                           "driverVersion": {"version": "580.95.5"}, "cudaDriverVersion": {"version": "13.0.0"},
+                           "resource.kubernetes.io/pciBusID": {"string": f"0000:{10 + minor}:00.0"}},
+            "capacity": {"memory": {"value": memory}}}
+
+
+def mig_devices(node, minor):
+    """A GPU in MIG mode (A100 80GB, 7 x 1g.10gb): the driver publishes its MIG devices only, named
+    gpu-<minor>-mig-<profile>-<profileId>-<placementStart>, tied to the parent by parentUUID and pciBusID."""
+    return [{"name": f"gpu-{minor}-mig-1g10gb-19-{start}",
+             "attributes": {"type": {"string": "mig"}, "uuid": {"string": f"MIG-{node}-{minor}-{start}"},
+                            "parentUUID": {"string": f"GPU-{node}-{minor}"}, "profile": {"string": "1g.10gb"},
+                            "productName": {"string": A100_80[0]}, "architecture": {"string": "Ampere"},
+                            "resource.kubernetes.io/pciBusID": {"string": f"0000:{10 + minor}:00.0"}},
+             "capacity": {"memory": {"value": "9856Mi"}, "multiprocessors": {"value": "14"}}} for start in range(7)]
+
+
+def publish(api, node, devices, generation=1, suffix=""):
+    api.create({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                "metadata": {"name": f"{node}-{DRIVER}{suffix}"},
+                "spec": {"driver": DRIVER, "pool": {"name": node, "generation": generation, "resourceSliceCount": 1},
+                         "nodeName": node, "devices": devices}})
 
 
 def dra_node(api, name, gpu, count=8):
     """A node with no GPU of its own as the API sees it, and a ResourceSlice with `count` GPUs of `gpu`."""
     make_node(api, name)
-    product, architecture, memory = gpu
-    devices = [{"name": f"gpu-{i}",
-                "attributes": {"type": {"string": "gpu"}, "productName": {"string": product},
-                               "architecture": {"string": architecture}, "uuid": {"string": f"GPU-{name}-{i}"},
-                               "index": {"int": i}, "brand": {"string": "Nvidia"}},
-                "capacity": {"memory": {"value": memory}}} for i in range(count)]
-    api.create({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-                "metadata": {"name": f"{name}-{DRIVER}"},
-                "spec": {"driver": DRIVER, "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
-                         "nodeName": name, "devices": devices}})
+    publish(api, name, [whole_gpu(name, i, gpu) for i in range(count)])
 
 
 def device_class(api, extended_resource):
-    """NVIDIA's device class; with `extended_resource` (KEP-5004, 1.36+), pods asking nvidia.com/gpu are served
-    from it on nodes whose allocatable has none."""
-    spec = {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}
-    if extended_resource:
-        spec["extendedResourceName"] = GPU
-    api.create({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": DRIVER}, "spec": spec})
+    """NVIDIA's device classes as its chart installs them (gpu.nvidia.com: whole GPUs, mig.nvidia.com: MIG
+    devices); with `extended_resource` (KEP-5004, 1.36+), pods asking nvidia.com/gpu are served from the
+    first on nodes whose allocatable has none."""
+    for name, kind in ((DRIVER, "gpu"), ("mig.nvidia.com", "mig")):
+        expression = f"device.driver == '{DRIVER}' && device.attributes['{DRIVER}'].type == '{kind}'"
+        spec = {"selectors": [{"cel": {"expression": expression}}]}
+        if extended_resource and kind == "gpu":
+            spec["extendedResourceName"] = GPU
+        api.create({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name}, "spec": spec})
 
 
-def claim(namespace, name, count, product):
-    selector = f'device.attributes["{DRIVER}"].productName == "{product}"'
+def claim(namespace, name, count, product, selector=None, device_class_name=DRIVER):
+    selector = selector or f'device.attributes["{DRIVER}"].productName == "{product}"'
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name, "namespace": namespace},
             "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {
-                "deviceClassName": DRIVER, "allocationMode": "ExactCount", "count": count,
+                "deviceClassName": device_class_name, "allocationMode": "ExactCount", "count": count,
                 "selectors": [{"cel": {"expression": selector}}]}}]}}}
 
 
@@ -65,12 +93,13 @@ def claim_pod(namespace, name, claim_name=None, template_name=None):
 
 
 def held_truth(api, nodes):
-    """Per node, the devices of DRIVER the allocated claims hold ("pool/device"), as the API has them."""
+    """Per node, the physical GPUs the allocated claims hold ("pool/gpu-<minor>": a MIG device holds its parent),
+    as the API has them; results with adminAccess hold nothing (the allocator does not count them)."""
     held = {n: set() for n in nodes}
     for c in api.get("/apis/resource.k8s.io/v1/resourceclaims")["items"]:
         for r in c.get("status", {}).get("allocation", {}).get("devices", {}).get("results", []):
-            if r["driver"] == DRIVER and r["pool"] in held:  # each node's pool is named after it
-                held[r["pool"]].add(f"{r['pool']}/{r['device']}")
+            if r["driver"] == DRIVER and r["pool"] in held and not r.get("adminAccess"):  # pools named after nodes
+                held[r["pool"]].add(f"{r['pool']}/{r['device'].split('-mig-')[0]}")
     return held
 
 
@@ -225,4 +254,92 @@ def dra_claim_pods(env):
     return {"pods placed": 5, "held": held, "seconds": time.monotonic() - started}
 
 
-SCENARIOS = [dra_gpus, dra_claim_pods]
+def explained_facts(extender, node):
+    body = json.dumps({"Pod": pod("probe", "probe", {GPU: "1"}), "Nodes": None, "NodeNames": [node]}).encode()
+    request = urllib.request.Request(extender.url("/explain"), body, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return {k: v["value"] for k, v in json.loads(answer.read())["nodes"][0].get("facts", {}).items()}
+
+
+def dra_driver_shapes(env):
+    """Objects shaped as NVIDIA's DRA driver writes them, claim pods reaching the extender (the dra-claims
+    overlay): a node of 4 whole A100s and 4 in MIG mode where seven MIG claims hold one parent and a 4-GPU
+    claim pod still lands; a monitoring claim with adminAccess over a node's GPUs that holds none of them; a
+    pool republished under a new generation with the old slice still listed, one GPU tainted after an XID
+    error (device taints are on by default from 1.36); an L40S judged as family ada-lovelace; 80 GiB asked of
+    an H100 that NVML reports as 81559 MiB. The real scheduler allocates; the extender agrees."""
+    ns, admin_ns = "dra-shapes", "dra-admin"
+    ensure_namespace(env.api, ns)
+    env.api.create({"apiVersion": "v1", "kind": "Namespace",  # admin access is for namespaces labelled so
+                    "metadata": {"name": admin_ns, "labels": {"resource.kubernetes.io/admin-access": "true"}}})
+    nodes = ["mixed", "h100-m", "h100-t", "l40s"]
+    make_node(env.api, "mixed")
+    publish(env.api, "mixed", [whole_gpu("mixed", i, A100_80) for i in range(4)] +
+            [d for i in range(4, 8) for d in mig_devices("mixed", i)])
+    dra_node(env.api, "h100-m", H100)
+    dra_node(env.api, "h100-t", H100)  # generation 1, still listed while generation 2 is published
+    republished = [whole_gpu("h100-t", i, H100) for i in range(8)]
+    taints = env.minor >= 36
+    if taints:
+        republished[7]["taints"] = [{"key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoSchedule"}]
+    publish(env.api, "h100-t", republished, generation=2, suffix="-gen2")
+    dra_node(env.api, "l40s", L40S, 1)
+    device_class(env.api, False)
+    extender = env.deploy("dra-claims")
+    started = time.monotonic()
+
+    def on(node):
+        return f"device.attributes['{DRIVER}'].uuid.startsWith('GPU-{node}-')"
+
+    # Seven MIG claims, all on gpu-4 of the mixed node.
+    for i in range(7):
+        env.api.create(claim(ns, f"mig-{i}", 1, None, f"device.attributes['{DRIVER}'].parentUUID == 'GPU-mixed-4'",
+                             "mig.nvidia.com"))
+        env.api.create(claim_pod(ns, f"mig-{i}", claim_name=f"mig-{i}"))
+    for i in range(7):
+        assert node_of(wait_pod_bound(env.api, ns, f"mig-{i}")) == "mixed"
+    held = {"after the MIG claims": agree(env, extender, nodes, "after the MIG claims")}
+    env.api.create(claim(ns, "four-a100", 4, A100_80[0]))
+    env.api.create(claim_pod(ns, "four-a100", claim_name="four-a100"))
+    assert node_of(wait_pod_bound(env.api, ns, "four-a100")) == "mixed"
+
+    # A monitoring claim over all of h100-m's GPUs, with admin access; then a pod asking all 8 (80 GiB each).
+    monitor = claim(admin_ns, "dcgm", 1, None, on("h100-m"))
+    request = monitor["spec"]["devices"]["requests"][0]["exactly"]
+    request.update({"allocationMode": "All", "adminAccess": True})
+    del request["count"]
+    env.api.create(monitor)
+    env.api.create(claim_pod(admin_ns, "dcgm", claim_name="dcgm"))
+    assert node_of(wait_pod_bound(env.api, admin_ns, "dcgm")) == "h100-m"
+    env.api.create(claim(ns, "eight-h100", 8, None, on("h100-m")))
+    eight = claim_pod(ns, "eight-h100", claim_name="eight-h100")
+    eight["metadata"]["annotations"] = {"gpu.nvidia.com/memory": "80Gi", "gpu.nvidia.com/model": "H100"}
+    env.api.create(eight)
+    assert node_of(wait_pod_bound(env.api, ns, "eight-h100")) == "h100-m"
+    held["after the admin and 8-GPU claims"] = agree(env, extender, nodes, "after the admin and 8-GPU claims")
+
+    # The republished pool: 8 GPUs, not 16; the tainted one named unavailable; 7 free for a claim pod.
+    facts = explained_facts(extender, "h100-t")
+    assert len(facts["draGpus"].split(", ")) == 8, f"h100-t: {facts['draGpus']}"
+    if taints:
+        assert "h100-t/gpu-7" in facts["draUnavailableGpus"] and "gpu.nvidia.com/xid=79:NoSchedule" in \
+            facts["draUnavailableGpus"], facts["draUnavailableGpus"]
+        assert extender.metric("gpu_extender_dra_unavailable_gpus") == 3 + 1  # mixed's gpu-5..7, h100-t's gpu-7
+    env.api.create(claim(ns, "seven-h100", 7, None, on("h100-t")))
+    env.api.create(claim_pod(ns, "seven-h100", claim_name="seven-h100"))
+    assert node_of(wait_pod_bound(env.api, ns, "seven-h100")) == "h100-t"
+
+    # Family as GFD writes it, from go-nvlib's "Ada Lovelace".
+    env.api.create(claim(ns, "l40s", 1, L40S[0]))
+    ada = claim_pod(ns, "l40s", claim_name="l40s")
+    ada["metadata"]["annotations"] = {"gpu.nvidia.com/family": "ada-lovelace"}
+    env.api.create(ada)
+    assert node_of(wait_pod_bound(env.api, ns, "l40s")) == "l40s"
+    held["at the end"] = agree(env, extender, nodes, "at the end")
+    binds = extender.metric("gpu_extender_binds_total", result="bound")
+    assert binds >= 12, f"the extender bound {binds} of the 12 claim pods: they did not come through it"
+    return {"pods placed": 12, "held": held, "seconds": time.monotonic() - started,
+            "device taints": "checked" if taints else f"not on 1.{env.minor} (DRADeviceTaints is alpha)"}
+
+
+SCENARIOS = [dra_gpus, dra_claim_pods, dra_driver_shapes]

@@ -21,29 +21,58 @@ using test_support::FakeApiServer;
 
 namespace {
 
-// A slice of `node` with `gpus` H100s as NVIDIA's DRA driver publishes it, and a MIG partition.
-json h100_slice(const std::string& node, int gpus) {
-  json devices = json::array();
-  for (int i = 0; i < gpus; ++i)
-    devices.push_back({{"name", "gpu-" + std::to_string(i)},
-                       {"attributes",
-                        {{"type", {{"string", "gpu"}}},
-                         {"productName", {{"string", "NVIDIA H100 80GB HBM3"}}},
-                         {"architecture", {{"string", "Hopper"}}},
-                         {"uuid", {{"string", "GPU-" + node + "-" + std::to_string(i)}}},
-                         {"index", {{"int", i}}}}},
-                       {"capacity", {{"memory", {{"value", "80Gi"}}}}}});
-  devices.push_back({{"name", "gpu-0-mig-1g.10gb-0"},
-                     {"attributes", {{"type", {{"string", "mig"}}}, {"profile", {{"string", "1g.10gb"}}}}},
-                     {"capacity", {{"memory", {{"value", "10Gi"}}}}}});
+// A GPU not in MIG mode as NVIDIA's DRA driver publishes it (cmd/gpu-kubelet-plugin/deviceinfo.go):
+// "gpu-<minor>", memory as NVML reports it (an H100 80GB: 81559Mi), no "index" attribute.
+json whole_gpu(const std::string& node, int minor, const std::string& product = "NVIDIA H100 80GB HBM3",
+               const std::string& architecture = "Hopper", const std::string& memory = "81559Mi") {
+  return {{"name", "gpu-" + std::to_string(minor)},
+          {"attributes",
+           {{"type", {{"string", "gpu"}}},
+            {"uuid", {{"string", "GPU-" + node + "-" + std::to_string(minor)}}},
+            {"productName", {{"string", product}}},
+            {"brand", {{"string", "Nvidia"}}},
+            {"architecture", {{"string", architecture}}},
+            {"cudaComputeCapability", {{"version", "9.0.0"}}},
+            {"driverVersion", {{"version", "580.95.5"}}},
+            {"cudaDriverVersion", {{"version", "13.0.0"}}},
+            {"resource.kubernetes.io/pciBusID", {{"string", "0000:" + std::to_string(10 + minor) + ":00.0"}}}}},
+          {"capacity", {{"memory", {{"value", memory}}}}}};
+}
+
+// The MIG devices of a GPU in MIG mode (no whole device is published for it): 7 x 1g.10gb of an A100
+// 80GB, named gpu-<minor>-mig-<profile>-<profileId>-<placementStart>, tied to the parent by parentUUID.
+json mig_devices(const std::string& node, int minor) {
+  json out = json::array();
+  for (int start = 0; start < 7; ++start)
+    out.push_back({{"name", "gpu-" + std::to_string(minor) + "-mig-1g10gb-19-" + std::to_string(start)},
+                   {"attributes",
+                    {{"type", {{"string", "mig"}}},
+                     {"uuid", {{"string", "MIG-" + node + "-" + std::to_string(minor) + "-" + std::to_string(start)}}},
+                     {"parentUUID", {{"string", "GPU-" + node + "-" + std::to_string(minor)}}},
+                     {"profile", {{"string", "1g.10gb"}}},
+                     {"productName", {{"string", "NVIDIA A100-SXM4-80GB"}}},
+                     {"architecture", {{"string", "Ampere"}}},
+                     {"resource.kubernetes.io/pciBusID", {{"string", "0000:" + std::to_string(10 + minor) + ":00.0"}}}}},
+                   {"capacity", {{"memory", {{"value", "9856Mi"}}}, {"multiprocessors", {{"value", "14"}}}}}});
+  return out;
+}
+
+json slice_of(const std::string& node, const json& devices, int generation = 1, const std::string& suffix = "x7k2p") {
   return {{"apiVersion", "resource.k8s.io/v1"},
           {"kind", "ResourceSlice"},
-          {"metadata", {{"name", node + "-gpu.nvidia.com-x7k2p"}}},
+          {"metadata", {{"name", node + "-gpu.nvidia.com-" + suffix}}},
           {"spec",
            {{"driver", "gpu.nvidia.com"},
-            {"pool", {{"name", node}, {"generation", 1}, {"resourceSliceCount", 1}}},
+            {"pool", {{"name", node}, {"generation", generation}, {"resourceSliceCount", 1}}},
             {"nodeName", node},
             {"devices", devices}}}};
+}
+
+// A slice of `node` with `gpus` H100s as the driver publishes it.
+json h100_slice(const std::string& node, int gpus) {
+  json devices = json::array();
+  for (int i = 0; i < gpus; ++i) devices.push_back(whole_gpu(node, i));
+  return slice_of(node, devices);
 }
 
 // A claim as the scheduler leaves it after allocating `devices` of dra-0 (PreBind): the allocation's
@@ -339,4 +368,104 @@ TEST_CASE("DRA: in a mixed cluster a group is planned only on the nodes its memb
   // The H100 group holds both DRA nodes for its members: a second H100 group finds no room, though the
   // A100 nodes are free (its members cannot use them).
   CHECK(passed(first_member("h100-late", "H100")).empty());
+}
+
+TEST_CASE("DRA: objects as NVIDIA's driver writes them get the verdicts the scheduler's allocator would") {
+  FakeApiServer api;
+  api.put_node(test_support::make_node("dra-0", "", 0));
+  api.put_node(test_support::make_node("plain-0", "", 0));
+  api.put_resource_slice(h100_slice("dra-0", 8));
+  // A mixed node: 4 whole A100s and 4 in MIG mode; seven MIG claims on one parent (gpu-4).
+  api.put_node(test_support::make_node("mixed", "", 0));
+  json mixed = json::array();
+  for (int i = 0; i < 4; ++i) mixed.push_back(whole_gpu("mixed", i, "NVIDIA A100-SXM4-80GB", "Ampere", "81920Mi"));
+  for (int i = 4; i < 8; ++i)
+    for (const json& d : mig_devices("mixed", i)) mixed.push_back(d);
+  api.put_resource_slice(slice_of("mixed", mixed));
+  for (int start = 0; start < 7; ++start) {
+    json claim = allocated_claim("mig-" + std::to_string(start), {"gpu-4-mig-1g10gb-19-" + std::to_string(start)},
+                                 "uid-mig-" + std::to_string(start));
+    claim["status"]["allocation"]["devices"]["results"][0]["pool"] = "mixed";
+    claim["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"] = {"mixed"};
+    api.put_resource_claim(claim);
+  }
+  // A monitoring claim over all of dra-0's GPUs with admin access, as DCGM-style tools claim devices.
+  json monitor = allocated_claim("dcgm", {"gpu-0", "gpu-1", "gpu-2", "gpu-3", "gpu-4", "gpu-5", "gpu-6", "gpu-7"}, "uid-dcgm");
+  for (auto& r : monitor["status"]["allocation"]["devices"]["results"]) r["adminAccess"] = true;
+  monitor["spec"]["devices"]["requests"][0]["exactly"]["allocationMode"] = "All";
+  monitor["spec"]["devices"]["requests"][0]["exactly"]["adminAccess"] = true;
+  api.put_resource_claim(monitor);
+  // An L40S node (go-nvlib's architecture name "Ada Lovelace").
+  api.put_node(test_support::make_node("ada-0", "", 0));
+  api.put_resource_slice(slice_of("ada-0", json::array({whole_gpu("ada-0", 0, "NVIDIA L40S", "Ada Lovelace", "46068Mi")})));
+  ExtenderProcess p(api.extender_args());
+  REQUIRE(test_support::becomes_ready(p));
+  auto filter = [&](const json& pod, const std::vector<std::string>& nodes) {
+    const json body = {{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", nodes}};
+    auto res = test_support::post(p, "/filter", body.dump());
+    REQUIRE(res);
+    return json::parse(res->body);
+  };
+  auto fits = [&](const json& pod, const std::string& node) { return filter(pod, {node})["NodeNames"] == json::array({node}); };
+  REQUIRE(test_support::eventually([&] { return fits(h100_pod("probe", 1), "dra-0"); }));
+
+  // Memory: 80 GiB asked, NVML's 81559 MiB published: the H100 is the 80 GB GPU it is sold as.
+  json h100_80 = h100_pod("h100-80", 8);
+  h100_80["metadata"]["annotations"]["gpu.nvidia.com/memory"] = "80Gi";
+  CHECK(fits(h100_80, "dra-0"));
+  h100_80["metadata"]["annotations"]["gpu.nvidia.com/memory"] = "94Gi";  // an H100 NVL's: not this one
+  CHECK_FALSE(fits(h100_80, "dra-0"));
+
+  // MIG mode: the 4 whole A100s are free whatever the MIG claims on gpu-4; a fifth GPU is not.
+  json a100 = test_support::pending_pod("a100", 4, 0);
+  a100["metadata"]["annotations"]["gpu.nvidia.com/model"] = "A100";
+  CHECK(fits(a100, "mixed"));
+  a100["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "5";
+  a100["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "5";
+  const json five = filter(a100, {"mixed"});
+  INFO(five.dump());
+  CHECK(five["FailedNodes"]["mixed"] == "only 4 of 8 GPUs free; pod requests 5");
+
+  // Family as GFD writes it.
+  json ada = test_support::pending_pod("ada", 1, 0);
+  ada["metadata"]["annotations"]["gpu.nvidia.com/family"] = "ada-lovelace";
+  ada["metadata"]["annotations"].erase("gpu.nvidia.com/model");
+  CHECK(fits(ada, "ada-0"));
+  ada["metadata"]["annotations"]["gpu.nvidia.com/family"] = "hopper";
+  CHECK_FALSE(fits(ada, "ada-0"));
+
+  // Admin access: the monitoring claim over all of dra-0's GPUs (listed at start) holds none of them.
+  CHECK(fits(h100_pod("eight", 8), "dra-0"));
+
+  // The driver republishes dra-0's pool (generation 2) with gpu-7 tainted after an XID error; the old
+  // generation's slice is still listed. 8 GPUs, not 16, and 7 of them usable.
+  json republished = h100_slice("dra-0", 8);
+  republished["metadata"]["name"] = "dra-0-gpu.nvidia.com-r4t9z";
+  republished["spec"]["pool"]["generation"] = 2;
+  republished["spec"]["devices"][7]["taints"] = {
+      {{"key", "gpu.nvidia.com/xid"}, {"value", "79"}, {"effect", "NoSchedule"}, {"timeAdded", "2026-12-05T10:00:00Z"}}};
+  api.put_resource_slice(republished);
+  CHECK(test_support::eventually([&] { return !fits(h100_pod("eight", 8), "dra-0"); }));
+  CHECK(fits(h100_pod("seven", 7), "dra-0"));
+  const auto series = test_support::scrape(p.port());
+  CHECK(test_support::value_of(series, "gpu_extender_dra_gpus") == 8 + 8 + 1);
+  CHECK(test_support::value_of(series, "gpu_extender_dra_held_gpus") == 1);          // gpu-4 of mixed, once
+  CHECK(test_support::value_of(series, "gpu_extender_dra_unavailable_gpus") == 3 + 1);  // mixed's gpu-5..7, dra-0's gpu-7
+  // Explain names the tainted GPU and why.
+  auto explained = test_support::post(
+      p, "/explain", json({{"Pod", h100_pod("eight", 8)}, {"Nodes", nullptr}, {"NodeNames", {"dra-0"}}}).dump());
+  REQUIRE(explained);
+  const std::string text = explained->body;
+  INFO(text);
+  CHECK(text.find("dra-0/gpu-7") != std::string::npos);
+  CHECK(text.find("gpu.nvidia.com/xid=79:NoSchedule") != std::string::npos);
+
+  // A pod whose claim tolerates the taint may have gpu-7 too.
+  api.put_resource_claim_template(json::parse(
+      R"({"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaimTemplate","metadata":{"name":"burn-in","namespace":"burst"},)"
+      R"("spec":{"spec":{"devices":{"requests":[{"name":"gpus","exactly":{"deviceClassName":"gpu.nvidia.com","count":8,)"
+      R"("tolerations":[{"key":"gpu.nvidia.com/xid","operator":"Exists","effect":"NoSchedule"}]}}]}}}})"));
+  json burn_in = h100_pod("burn-in", 0);
+  burn_in["spec"]["resourceClaims"] = {{{"name", "gpus"}, {"resourceClaimTemplateName", "burn-in"}}};
+  CHECK(test_support::eventually([&] { return fits(burn_in, "dra-0"); }));
 }

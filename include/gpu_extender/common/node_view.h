@@ -6,7 +6,11 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
+#include <vector>
+
+#include "gpu_extender/common/device_taint.h"
 
 #include "gpu_extender/common/resources.h"
 
@@ -36,6 +40,9 @@ struct NodeView {
   // The GPU facts (model, memory, count, family, and the GPU resource's capacity and allocatable) come
   // from the node's DRA ResourceSlices (kube/dra_inventory.h), not its labels.
   bool gpus_from_dra = false;
+  // DRA: per GPU that only its device taints keep from whole-GPU claims (counted as in use), those taints.
+  // A pod whose claims tolerate them may still have it (filter gpuCount).
+  std::span<const std::vector<DeviceTaint>> dra_tainted_gpus;
 
   ResourceAmounts capacity;
   ResourceAmounts allocatable;

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpu_extender/common/device_taint.h"
 #include "gpu_extender/common/resources.h"
 #include "gpu_extender/common/view_schema.h"
 
@@ -33,6 +34,8 @@ struct PodFacts {
   // Set when an annotation the policy reads cannot be understood: every node refuses the pod with
   // this reason (unresolvable). Bound pods with one still count their requests.
   std::string invalid_reason;
+  // DRA: the device taints its GPU claims tolerate (ClusterView::add_claimed_gpus), for filter gpuCount.
+  std::vector<DeviceToleration> device_tolerations;
 
   int64_t requested(size_t resource) const { return requests.has(resource) ? requests.get(resource) : 0; }
   int64_t gpus_milli() const { return requested(ViewSchema::kGpuResource); }

@@ -10,11 +10,16 @@
 #include <string_view>
 #include <vector>
 
+#include "gpu_extender/common/device_taint.h"
+
 namespace gpu_extender {
 
 struct DraResultView {
   std::string_view driver, pool, device;
   std::string_view share_id;  // empty unless the device is shared between claims (KEP-5075)
+  // adminAccess: monitoring or maintenance access to a device others may hold (DCGM-style tools). The
+  // allocator does not count such a result as allocated, so it holds nothing.
+  bool admin_access = false;
 };
 
 // One request of the claim's spec (spec.devices.requests[].exactly): devices of a class, how many. The
@@ -27,6 +32,8 @@ struct DraRequestView {
   // exactly.capacity.requests given: a share of a device's capacity (consumable capacity, KEP-5075), which a
   // device other claims already share may still serve; the allocator weighs it, the extender does not.
   bool share = false;
+  bool admin_access = false;  // exactly.adminAccess: devices in use by others too, asks none of its own
+  std::vector<DeviceToleration> tolerations;  // exactly.tolerations: device taints it accepts
 };
 
 struct ResourceClaimView {

@@ -18,6 +18,7 @@
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "gpu_extender/policy/deletion_cost.h"
@@ -68,14 +69,17 @@ class ClusterView final : public UsageSource, public NodeSource {
   void delete_claim_template(std::string_view key);
   void replace_claim_templates(std::vector<DraClaim> templates);
   // The GPUs a pod asks through its claims (PodRequest::claims): each claim's requested GPUs, from the
-  // claim, else from its template; claims and templates the view does not know ask none.
-  int64_t claimed_gpus_of(const PodRequest& pod) const;
+  // claim, else from its template; claims and templates the view does not know ask none. With
+  // `tolerations`, also the device taints those requests tolerate.
+  int64_t claimed_gpus_of(const PodRequest& pod, std::vector<DeviceToleration>* tolerations = nullptr) const;
   // Adds claimed_gpus_of(pod) to `requests`' GPU resource: a pod asking through claims is judged, and
   // once bound counted until a claim reserved for it shows, as asking that many. Nothing for a pod
   // without claims (no lock taken).
-  void add_claimed_gpus(const PodRequest& pod, ResourceAmounts& requests) const {
+  void add_claimed_gpus(const PodRequest& pod, ResourceAmounts& requests,
+                        std::vector<DeviceToleration>* tolerations = nullptr) const {
     if (pod.claims.empty()) return;
-    if (const int64_t gpus = claimed_gpus_of(pod); gpus > 0) requests.add(ViewSchema::kGpuResource, gpus * 1000);
+    if (const int64_t gpus = claimed_gpus_of(pod, tolerations); gpus > 0)
+      requests.add(ViewSchema::kGpuResource, gpus * 1000);
   }
   void mark_nodes_synced();
   void mark_pods_synced();
@@ -132,14 +136,15 @@ class ClusterView final : public UsageSource, public NodeSource {
   // GPUs claims hold.
   struct DraStats {
     size_t slices = 0, nodes = 0, claims = 0;
-    int64_t gpus = 0, held_gpus = 0;
+    int64_t gpus = 0, held_gpus = 0, unavailable_gpus = 0;
   };
   DraStats dra_stats() const;
-  // One node's DRA part (explain): its slices, its GPUs ("pool/device") and, per GPU a claim holds, the
-  // claim ("namespace/name"); none when the node has neither slices nor claims.
+  // One node's DRA part (explain): its slices, its GPUs ("pool/device"), per GPU a claim holds the claim
+  // ("namespace/name"), and per GPU no whole-GPU claim can get why; none when the node has neither
+  // slices nor claims.
   struct DraNode {
     std::vector<std::string> slices, gpus;
-    std::vector<std::pair<std::string, std::string>> held;
+    std::vector<std::pair<std::string, std::string>> held, unavailable;
   };
   std::optional<DraNode> dra_node(std::string_view node) const;
 
@@ -201,10 +206,16 @@ class ClusterView final : public UsageSource, public NodeSource {
   struct NodeEntry {
     std::shared_ptr<const CachedNode> node;    // what the rules read: `listed`, with `dra`'s GPUs if any
     std::shared_ptr<const CachedNode> listed;  // the node object as the API server has it
-    DraSlices dra;  // its ResourceSlices, by name
-    // The GPUs claims hold here ("pool/device", occupied_gpu), each with how many claims hold it.
-    std::unordered_map<std::string, int, StringHash, std::equal_to<>> held_gpus;
-    ResourceAmounts used;       // the pods the watch shows, plus in_flight, plus held_gpus
+    DraSlices dra;  // its ResourceSlices of the schema's driver, by name
+    DraNodeGpus dra_gpus;  // its physical GPUs, from `dra`
+    // The devices claims hold here ("pool/device"), each with how many claims hold it; and their physical
+    // GPUs (DraNodeGpus::occupied), resolved anew whenever either changes, so a claim seen before its
+    // slices, or a pool republished under it, still holds the GPU its device is part of, once.
+    std::unordered_map<std::string, int, StringHash, std::equal_to<>> held_devices;
+    std::unordered_set<std::string, StringHash, std::equal_to<>> held_gpus;
+    // GPUs counted in `used` for DRA: held by claims, or not free for a whole-GPU claim (dra_inventory.h)
+    int64_t dra_counted = 0;
+    ResourceAmounts used;       // the pods the watch shows, plus in_flight, plus dra_counted
     ResourceAmounts in_flight;  // count_in_flight's part of `used`
     uint32_t slot = 0;  // see SlotReader; reused after the entry is erased
   };
@@ -229,10 +240,11 @@ class ClusterView final : public UsageSource, public NodeSource {
   void remove_slice(std::string_view name);
   struct ClaimEntry {
     std::string node;
-    std::vector<std::string> gpus;  // occupied_gpu of each device, as counted in held_gpus when added
+    std::vector<std::string> devices;  // "pool/device", as counted in held_devices
     std::vector<std::string> pods;
   };
-  static ResourceAmounts claimed_amounts(const NodeEntry& entry);  // held_gpus as an amount of the GPU resource
+  static ResourceAmounts claimed_amounts(const NodeEntry& entry);  // dra_counted as an amount of the GPU resource
+  void recount_dra(NodeEntry& entry);  // held_gpus, dra_counted (and `used`) anew from held_devices and dra_gpus
   static ResourceAmounts counted(const PodEntry& pod);               // what a pod's entry counts on its node
   void add_claim(DraClaim claim);
   void remove_claim(std::string_view key);
@@ -250,7 +262,11 @@ class ClusterView final : public UsageSource, public NodeSource {
   std::unordered_map<std::string, ClaimEntry, StringHash, std::equal_to<>> claims_;  // allocated, holding GPUs
   std::unordered_map<std::string, int, StringHash, std::equal_to<>> claimed_pods_;  // uid -> claims reserved for it
   // GPUs asked by every claim and template that asks some ("namespace/name"), allocated or not.
-  std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> claim_requests_, template_requests_;
+  struct ClaimAsk {
+    int64_t gpus = 0;
+    std::vector<DeviceToleration> tolerations;
+  };
+  std::unordered_map<std::string, ClaimAsk, StringHash, std::equal_to<>> claim_requests_, template_requests_;
   // Per group, its bound members: uid -> node.
   using Members = std::unordered_map<std::string, std::string, StringHash, std::equal_to<>>;
   std::unordered_map<std::string, Members, StringHash, std::equal_to<>> groups_;

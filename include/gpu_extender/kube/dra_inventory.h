@@ -2,76 +2,116 @@
 // A node's GPUs as a DRA driver publishes them (ResourceSlices, resource_slice_view.h), kept by the
 // cluster view per slice, and what they make of the node's GPU facts: where a node has any, they take
 // the place of its GPU labels and allocatable (CachedNode::with_dra_gpus), so every rule reads them.
+//
+// The unit is the physical GPU, as the allocator sees it: one GPU may be published as several devices
+// (a whole "gpu-0", its MIG devices, its vfio passthrough device, and with partitionable devices all of
+// them consuming the GPU's counter set), and a claim holding any of them holds that GPU. A GPU is free
+// for whole-GPU pods only when its whole device is published in a complete newest generation of its pool
+// and carries no NoSchedule/NoExecute taint; the others (in MIG mode, vfio only, being republished,
+// tainted) count as GPUs of the node that are in use.
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "gpu_extender/common/device_taint.h"
 #include "gpu_extender/common/resource_claim_view.h"
 #include "gpu_extender/common/resource_slice_view.h"
 #include "gpu_extender/common/view_schema.h"
 
 namespace gpu_extender {
 
-struct DraGpu {
-  std::string name;          // the device's name in its pool: "gpu-0"
-  std::string uuid;          // "GPU-5f1c..."; "" when not published
+// One device of the schema's driver, as the view keeps it.
+struct DraDevice {
+  enum class Kind : uint8_t {
+    kWholeGpu,   // type dra_gpu_type (or no type): what a whole-GPU claim gets
+    kPartition,  // of a GPU (MIG): parentUUID, or consuming a counter set, type not dra_gpu_type
+    kOther,      // another view of a GPU (vfio passthrough) or another kind of device
+  };
+  std::string name;  // in its pool: "gpu-0", "gpu-3-mig-1g10gb-19-0", "gpu-vfio-0"
+  Kind kind = Kind::kWholeGpu;
   std::string model;         // as the driver names it: "NVIDIA H100 80GB HBM3"
-  std::string architecture;  // "Hopper"
+  std::string architecture;  // "Hopper", "Ada Lovelace"
   int64_t memory_bytes = -1;  // -1: not published
+  // What names its physical GPU, each as "pci:<bus id>", "uuid:<GPU uuid>" (a partition's parent's) or
+  // "counters:<counter set>": two devices of a pool sharing one are the same GPU.
+  std::vector<std::string> physical;
+  std::vector<DeviceTaint> taints;  // those that prevent allocation (NoSchedule, NoExecute)
 };
 
-// A partition of a GPU (MIG): not a GPU of its own, but a claim holding it occupies its parent.
-struct DraPartition {
-  std::string name;         // "gpu-0-mig-1g10gb-0"
-  std::string parent_uuid;  // the uuid of the GPU it is carved from
-};
-
-// One slice, as the view keeps it: its node and pool, its whole GPUs of the schema's driver, and their
-// partitions (devices of other drivers are left out).
+// One slice, as the view keeps it: its node, pool and the pool's generation and size, and its devices
+// of the schema's driver (a slice of another driver keeps none).
 struct DraSlice {
   std::string name, node, pool;
-  std::vector<DraGpu> gpus;
-  std::vector<DraPartition> partitions;
+  int64_t generation = 0, pool_slices = 1;
+  bool of_driver = false;  // published by the schema's driver (else the view ignores it)
+  std::vector<DraDevice> devices;
   static DraSlice of(const ResourceSliceView& slice, const ViewSchema& schema);
 };
 using DraSlices = std::map<std::string, DraSlice, std::less<>>;  // a node's slices, by name
 
-// The whole GPU a claim holding `device` of `pool` occupies, as "pool/gpu-3": the device itself, or for a
-// partition the GPU its parent uuid names (in any of the node's slices of that pool). A device the
-// slices do not show (not published yet, or another kind) is named as itself, so it still counts once.
-std::string occupied_gpu(const DraSlices& slices, std::string_view pool, std::string_view device);
+// A node's physical GPUs, from all its slices: only each pool's newest generation counts.
+struct DraNodeGpus {
+  struct Gpu {
+    std::string key;  // "pool/gpu-3": its whole device's name, or for a GPU in MIG mode its parent's
+    bool whole = false;  // its whole device is published (not in MIG mode, not vfio only)
+    std::string model, architecture;  // of its whole device, else of its partitions
+    int64_t memory_bytes = -1;         // of its whole device
+    bool pool_complete = true;  // all the newest generation's slices are listed (else not allocatable)
+    std::vector<DeviceTaint> taints;  // of its whole device
+    bool tainted() const { return whole && pool_complete && !taints.empty(); }
+    // Free for a whole-GPU claim that tolerates no taint, unless a claim holds it.
+    bool available() const { return whole && pool_complete && taints.empty(); }
+  };
+  std::vector<Gpu> gpus;
+  // The GPU (its key) each device ("pool/device") is part of.
+  std::unordered_map<std::string, std::string> gpu_of;
+  static DraNodeGpus of(const DraSlices& slices);
+  // "pool/device": how a device is named across pools.
+  static std::string device_key(std::string_view pool, std::string_view device);
+  // The GPU a claim holding a device ("pool/device") occupies: its physical GPU's key, or for a device
+  // the slices do not show (not published yet, or another kind) the device's own key, so it counts once.
+  const std::string& occupied(const std::string& device) const;
+};
 
 // What an allocated claim holds, as the view keeps it: its node and the devices of the schema's driver
-// (pool and device name); the pods it is reserved for or owned by.
+// (pool and device name) it holds; the pods it is reserved for or owned by.
 struct DraClaim {
   std::string key;  // "namespace/name"
   std::string node;
   struct Device {
     std::string pool, device;
   };
-  std::vector<Device> devices;
+  std::vector<Device> devices;  // results with adminAccess hold nothing and are left out
   std::vector<std::string> pods;  // uids
   // GPUs its spec asks for: the counts of its requests of a GPU device class (ViewSchema::dra_gpu_classes).
-  // A request of every matching device (All), of alternatives (firstAvailable) or of a share of a device's
-  // capacity (KEP-5075: a device others share may serve it, which only the allocator can weigh) is not counted.
+  // A request of every matching device (All), of alternatives (firstAvailable), of a share of a device's
+  // capacity (KEP-5075: a device others share may serve it, which only the allocator can weigh) or with
+  // adminAccess (devices others hold) is not counted.
   int64_t requested_gpus = 0;
+  std::vector<DeviceToleration> tolerations;  // of its counted GPU requests: device taints it accepts
   // A claim, or a template (no allocation, no pods: its requests only).
   static DraClaim of(const ResourceClaimView& claim, const ViewSchema& schema);
 };
 
 // What a node's slices say of its GPUs, all slices together.
 struct DraGpuSummary {
-  int64_t count = 0;
-  std::string model;                // the model most of them are, as GPU Feature Discovery writes it
-  std::optional<int64_t> memory_mib;  // the smallest memory of them; none when one is not published
-  std::string family;               // the architecture most of them are, lower case (GFD's family)
-  static DraGpuSummary of(const DraSlices& slices);
+  int64_t count = 0;                  // physical GPUs, free or not
+  std::string model;                  // the model most of them are, as GPU Feature Discovery writes it
+  std::optional<int64_t> memory_mib;  // the smallest memory of the whole devices; none when one has none
+  std::string family;                 // the architecture most of them are, as GFD's family ("ada-lovelace")
+  // Per GPU that only its taints keep from claims: those taints (a claim tolerating them may have it).
+  std::vector<std::vector<DeviceTaint>> tainted;
+  static DraGpuSummary of(const DraNodeGpus& gpus);
 };
 
 // GPU Feature Discovery's form of a product name: characters outside [A-Za-z0-9-_. ] dropped, spaces
 // to dashes ("NVIDIA H100 80GB HBM3" -> "NVIDIA-H100-80GB-HBM3"), so that a pod's "H100" matches both.
 std::string gfd_product_name(std::string_view name);
+// GFD's form of an architecture (go-nvlib's name, as the DRA driver publishes it): lower case, spaces
+// to dashes ("Ada Lovelace" -> "ada-lovelace").
+std::string gfd_family_name(std::string_view architecture);
 
 }  // namespace gpu_extender

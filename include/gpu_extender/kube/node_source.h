@@ -30,6 +30,7 @@ class CachedNode {
   std::string name_, model_, memory_, count_, family_, replicas_, utilization_;
   std::array<std::string, kMaxMigProfiles> mig_count_, mig_memory_;
   std::array<std::string, kMaxTopologyLevels> topology_;
+  std::vector<std::vector<DeviceTaint>> tainted_;
   NodeView view_;
 };
 

@@ -15,7 +15,13 @@ class GpuCountPredicate final : public Predicate {
 
   Fit check(const PodFacts& pod, const NodeInput& input, std::string& reason) const override {
     if (pod.wants_gpus()) {
-      const Fit fit = check_count(milli_to_units_ceil(pod.gpus_milli()), gpu_inventory(input),
+      GpuInventory inv = gpu_inventory(input);
+      // A DRA GPU kept from claims only by its device taints is counted in use; one the pod's claims
+      // tolerate is free to it (possibly held by a claim too: the allocator, which runs first, decides).
+      if (inv.used && !pod.device_tolerations.empty())
+        for (const auto& taints : input.node->dra_tainted_gpus)
+          if (*inv.used > 0 && tolerates_all(pod.device_tolerations, taints)) --*inv.used;
+      const Fit fit = check_count(milli_to_units_ceil(pod.gpus_milli()), inv,
                                   schema_.resources.name(ViewSchema::kGpuResource), "GPUs", reason);
       if (fit != Fit::kPass) return fit;
     }

@@ -37,6 +37,8 @@
          "Allocated ResourceClaims holding GPUs of the DRA driver on a node.") \
   METRIC(kDraHeldGpus, "gpu_extender_dra_held_gpus", Gauge, \
          "GPUs held by allocated ResourceClaims (a GPU shared by claims, or partitioned, counts once).") \
+  METRIC(kDraUnavailableGpus, "gpu_extender_dra_unavailable_gpus", Gauge, \
+         "DRA GPUs no claim holds that no whole-GPU claim can get either: in MIG mode, vfio only, tainted, or in a pool being republished.") \
   METRIC(kClusterSynced, "gpu_extender_cluster_synced", Gauge, \
          "1 once the first lists of nodes and pods are in the view.") \
   METRIC(kClusterLastEventAgeSeconds, "gpu_extender_cluster_last_event_age_seconds", Gauge, \

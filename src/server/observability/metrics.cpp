@@ -87,6 +87,7 @@ class ClusterCollector final : public prometheus::Collectable {
     gauge(Metric::kDraGpus, static_cast<double>(dra.gpus));
     gauge(Metric::kDraClaims, static_cast<double>(dra.claims));
     gauge(Metric::kDraHeldGpus, static_cast<double>(dra.held_gpus));
+    gauge(Metric::kDraUnavailableGpus, static_cast<double>(dra.unavailable_gpus));
     gauge(Metric::kClusterSynced, view_->ready() ? 1 : 0);
     gauge(Metric::kClusterLastEventAgeSeconds, s.seconds_since_event);
     MetricFamily lists = family(Metric::kWatchListsTotal);

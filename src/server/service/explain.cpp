@@ -32,16 +32,22 @@ void add_utilization_facts(const GpuUtilizationSource& utilization, Explanation&
   }
 }
 
-// A DRA node's devices (ClusterView::dra_node): its GPUs, and each one a claim holds with the claim.
+// A DRA node's devices (ClusterView::dra_node): its physical GPUs, each one a claim holds with the claim,
+// and each one no whole-GPU claim can get with why (in MIG mode, tainted...).
 void add_dra_facts(const ClusterView& view, Explanation& e) {
+  auto joined = [](const auto& pairs, std::string_view between) {
+    std::string out;
+    for (const auto& [gpu, what] : pairs) out.append(out.empty() ? "" : ", ").append(gpu).append(between).append(what);
+    return out.empty() ? std::string("none") : out;
+  };
   for (NodeExplanation& n : e.nodes) {
     const std::optional<ClusterView::DraNode> dra = view.dra_node(n.node);
     if (!dra) continue;
-    std::string gpus, held;
+    std::string gpus;
     for (const std::string& gpu : dra->gpus) gpus.append(gpus.empty() ? "" : ", ").append(gpu);
-    for (const auto& [gpu, claim] : dra->held) held.append(held.empty() ? "" : ", ").append(gpu).append(" by ").append(claim);
     n.facts.push_back({"draGpus", gpus.empty() ? "none" : gpus, "resourceslices"});
-    n.facts.push_back({"draHeldGpus", held.empty() ? "none" : held, "resourceclaims"});
+    n.facts.push_back({"draHeldGpus", joined(dra->held, " by "), "resourceclaims"});
+    n.facts.push_back({"draUnavailableGpus", joined(dra->unavailable, ": "), "resourceslices"});
   }
 }
 

@@ -132,7 +132,8 @@ const ExtenderArgs& decode_args(const VerbContext& ctx, Workspace& ws, VerbSumma
   ExtenderArgs& args = ws.decoder.decode_extender_args(ws.body, ws.policy->schema());
   // A pod asking GPUs through DRA claims is judged as one asking that many of the GPU resource: every
   // rule, packing, groups, and what /bind counts in flight until its claim's allocation shows.
-  if (ctx.parts.cluster) ctx.parts.cluster->add_claimed_gpus(args.pod, args.pod.requests);
+  if (ctx.parts.cluster)
+    ctx.parts.cluster->add_claimed_gpus(args.pod, args.pod.requests, &args.pod.device_tolerations);
   summary.pod = pod_label(args.pod);
   summary.nodes_in = args.node_names.size();
   if (scheduling) {

@@ -1,6 +1,11 @@
-// A node's GPUs from DRA ResourceSlices (dra_inventory.h): what a slice of NVIDIA's driver gives, and the
-// cluster view putting them in place of the node's labels and allocatable, whatever comes first.
+// A node's GPUs from DRA ResourceSlices (dra_inventory.h), from slices shaped as NVIDIA's DRA driver
+// (k8s-dra-driver-gpu) publishes them: whole GPUs "gpu-<minor>" with NVML's memory figure, GPUs in MIG
+// mode as their MIG devices only, partitionable devices consuming a counter set, vfio passthrough
+// devices, device taints, pools republished under a new generation. And the cluster view putting them
+// in place of the node's labels and allocatable, whatever comes first.
 #include <catch2/catch.hpp>
+
+#include <list>
 
 #include "../test_support.h"
 #include "gpu_extender/kube/cluster_view.h"
@@ -8,11 +13,67 @@
 using namespace gpu_extender;
 
 namespace {
-DraSlice h100s(const std::string& name, const std::string& node, int gpus, int64_t gib = 80) {
-  DraSlice s{name, node, node, {}, {}};
-  for (int i = 0; i < gpus; ++i) s.gpus.push_back({"gpu-" + std::to_string(i), "", "NVIDIA H100 80GB HBM3", "Hopper", gib << 30});
+constexpr int64_t kMiB = int64_t{1} << 20;
+const ViewSchema kSchema;
+
+// Devices as the driver's deviceinfo.go writes them. The strings live as long as the test (literals, or
+// the `keep` list), since DraDeviceView holds views.
+std::list<std::string>& keep() {
+  static std::list<std::string> strings;
+  return strings;
+}
+std::string_view kept(std::string s) { return keep().emplace_back(std::move(s)); }
+std::string pci_of(int minor) { return "0000:" + std::to_string(0x10 + minor) + ":00.0"; }
+
+DraDeviceView device(std::string name, std::string_view type, std::optional<std::string> pci_bus_id = {}) {
+  DraDeviceView d;
+  d.name = kept(std::move(name));
+  d.type = type;
+  if (pci_bus_id) d.pci_bus_id = kept(std::move(*pci_bus_id));
+  return d;
+}
+DraDeviceView whole_gpu(int minor, std::string_view product = "NVIDIA H100 80GB HBM3",
+                        std::string_view architecture = "Hopper", int64_t memory_mib = 81559) {
+  DraDeviceView d = device("gpu-" + std::to_string(minor), "gpu", pci_of(minor));
+  d.model = product;
+  d.architecture = architecture;
+  d.memory_bytes = memory_mib * kMiB;
+  d.uuid = kept("GPU-uuid-" + std::to_string(minor));
+  return d;
+}
+// A MIG device of GPU `minor` (in MIG mode: no whole device published for it), profile 1g.10gb.
+DraDeviceView mig_device(int minor, int start, std::string_view product = "NVIDIA A100-SXM4-80GB") {
+  DraDeviceView d = device("gpu-" + std::to_string(minor) + "-mig-1g10gb-19-" + std::to_string(start), "mig", pci_of(minor));
+  d.model = product;
+  d.architecture = "Ampere";
+  d.memory_bytes = 9728 * kMiB;
+  d.uuid = kept("MIG-uuid-" + std::to_string(minor) + "-" + std::to_string(start));
+  d.parent_uuid = kept("GPU-uuid-" + std::to_string(minor));
+  return d;
+}
+
+ResourceSliceView slice_view(std::string_view name, std::string_view node, std::vector<DraDeviceView> devices,
+                             int64_t generation = 1, int64_t slices_in_pool = 1) {
+  ResourceSliceView s;
+  s.name = name;
+  s.node_name = node;
+  s.driver = "gpu.nvidia.com";
+  s.pool = node;  // the driver's pool is its node
+  s.pool_generation = generation;
+  s.pool_slice_count = slices_in_pool;
+  s.devices = std::move(devices);
   return s;
 }
+DraSlice slice_of(std::string_view name, std::string_view node, std::vector<DraDeviceView> devices,
+                  int64_t generation = 1, int64_t slices_in_pool = 1) {
+  return DraSlice::of(slice_view(name, node, std::move(devices), generation, slices_in_pool), kSchema);
+}
+DraSlice h100s(std::string_view name, std::string_view node, int gpus, int64_t memory_mib = 81559, int first = 0) {
+  std::vector<DraDeviceView> devices;
+  for (int i = first; i < first + gpus; ++i) devices.push_back(whole_gpu(i, "NVIDIA H100 80GB HBM3", "Hopper", memory_mib));
+  return slice_of(name, node, std::move(devices));
+}
+
 NodeView bare_node(std::string_view name) {  // a DRA node: no GPU labels, no nvidia.com/gpu allocatable
   NodeView n;
   n.name = name;
@@ -23,24 +84,51 @@ std::shared_ptr<const CachedNode> find(const ClusterView& v, std::string_view na
   v.find_nodes({&name, 1}, out);
   return out[0];
 }
+int64_t gpu_count_of(const ClusterView& v, std::string_view node) {
+  return find(v, node)->view().allocatable.get(ViewSchema::kGpuResource) / 1000;
+}
+DraClaim claim_of(const std::string& key, const std::string& node, std::vector<std::string> devices,
+                  std::vector<std::string> pods = {}) {
+  DraClaim c;
+  c.key = key;
+  c.node = node;
+  c.pods = std::move(pods);
+  for (auto& d : devices) c.devices.push_back({node, std::move(d)});
+  return c;
+}
+DraResultView result(std::string_view device, bool admin_access = false) {
+  DraResultView r;
+  r.driver = "gpu.nvidia.com";
+  r.pool = "dra-0";
+  r.device = device;
+  r.admin_access = admin_access;
+  return r;
+}
+DraRequestView request(std::string_view device_class, int64_t count = 1) {
+  DraRequestView r;
+  r.device_class = device_class;
+  r.count = count;
+  return r;
+}
 }  // namespace
 
-TEST_CASE("DRA inventory: only whole GPUs of the schema's driver count, named as GPU Feature Discovery names them") {
-  const ViewSchema schema;
-  ResourceSliceView slice;
-  slice.name = "s";
-  slice.node_name = "n";
-  slice.driver = "gpu.nvidia.com";
-  slice.devices = {{"gpu-0", "NVIDIA H100 80GB HBM3", "Hopper", "gpu", int64_t{80} << 30, std::nullopt, std::nullopt},
-                   {"gpu-0-mig", "NVIDIA H100 80GB HBM3", std::nullopt, "mig", int64_t{10} << 30, std::nullopt, std::nullopt},
-                   {"gpu-1", "NVIDIA H100 80GB HBM3", "Hopper", std::nullopt, int64_t{80} << 30, std::nullopt, std::nullopt}};
-  const DraSlice kept = DraSlice::of(slice, schema);
-  CHECK(kept.node == "n");
-  CHECK(kept.gpus.size() == 2);
-  slice.driver = "net.example.com";
-  CHECK(DraSlice::of(slice, schema).gpus.empty());
+TEST_CASE("DRA inventory: devices of the schema's driver, named as GPU Feature Discovery names them") {
+  ResourceSliceView view = slice_view("s", "n", {whole_gpu(0), whole_gpu(1)});
+  const DraSlice kept_slice = DraSlice::of(view, kSchema);
+  CHECK(kept_slice.node == "n");
+  CHECK(kept_slice.of_driver);
+  REQUIRE(kept_slice.devices.size() == 2);
+  CHECK(kept_slice.devices[0].kind == DraDevice::Kind::kWholeGpu);
+  CHECK(kept_slice.devices[0].physical == std::vector<std::string>{"pci:" + pci_of(0), "uuid:GPU-uuid-0"});
+  view.driver = "net.example.com";
+  CHECK_FALSE(DraSlice::of(view, kSchema).of_driver);
+  CHECK(DraSlice::of(view, kSchema).devices.empty());
   CHECK(gfd_product_name("NVIDIA H100 80GB HBM3") == "NVIDIA-H100-80GB-HBM3");
   CHECK(gfd_product_name("NVIDIA A100-SXM4-40GB (x)") == "NVIDIA-A100-SXM4-40GB-x");
+  // go-nvlib's architecture names, as the driver publishes them, in GFD's family form (what pods ask).
+  CHECK(gfd_family_name("Ada Lovelace") == "ada-lovelace");
+  CHECK(gfd_family_name("Hopper") == "hopper");
+  CHECK(gfd_family_name("Blackwell") == "blackwell");
 }
 
 TEST_CASE("DRA inventory: a node's slices give its GPU facts, in place of labels, whichever comes first") {
@@ -52,15 +140,19 @@ TEST_CASE("DRA inventory: a node's slices give its GPU facts, in place of labels
   const NodeView& n = node->view();
   CHECK(n.gpus_from_dra);
   CHECK(n.gpu_model == std::optional<std::string_view>("NVIDIA-H100-80GB-HBM3"));
-  CHECK(n.gpu_memory == std::optional<std::string_view>("81920"));
+  CHECK(n.gpu_memory == std::optional<std::string_view>("81559"));  // NVML's figure, as published
   CHECK(n.gpu_count == std::optional<std::string_view>("4"));
   CHECK(n.gpu_family == std::optional<std::string_view>("hopper"));
   CHECK(n.allocatable.get(ViewSchema::kGpuResource) == 4000);
 
-  v.upsert_slice(h100s("s2", "dra-0", 4, 40));  // a second pool: 8 GPUs, the smaller memory
+  // A second pool on the node (another driver instance's): 8 GPUs, the smaller memory.
+  DraSlice second = h100s("s2", "dra-0", 4, 40960, 4);
+  second.pool = "dra-0-b";
+  v.upsert_slice(second);
   CHECK(find(v, "dra-0")->view().gpu_count == std::optional<std::string_view>("8"));
   CHECK(find(v, "dra-0")->view().gpu_memory == std::optional<std::string_view>("40960"));
-  v.upsert_slice(h100s("s2", "dra-1", 4));  // moved to another node
+  second.node = "dra-1";  // moved to another node
+  v.upsert_slice(second);
   CHECK(find(v, "dra-0")->view().gpu_count == std::optional<std::string_view>("4"));
   v.delete_slice("s1");  // no slice left: the node as listed again
   CHECK_FALSE(find(v, "dra-0")->view().gpus_from_dra);
@@ -78,29 +170,167 @@ TEST_CASE("DRA inventory: a node's slices give its GPU facts, in place of labels
   CHECK(v.stats().node_entries == 0);
 }
 
-namespace {
-DraClaim claim_of(const std::string& key, const std::string& node, std::vector<std::string> devices,
-                  std::vector<std::string> pods = {}) {
-  DraClaim c{key, node, {}, std::move(pods)};
-  for (auto& d : devices) c.devices.push_back({node, std::move(d)});
-  return c;
+TEST_CASE("DRA inventory: a GPU in MIG mode is one GPU in use; its MIG claims hold only it") {
+  // 4 whole A100s and 4 in MIG mode (7 1g.10gb devices each), as the driver publishes such a node.
+  std::vector<DraDeviceView> devices;
+  for (int i = 0; i < 4; ++i) devices.push_back(whole_gpu(i, "NVIDIA A100-SXM4-80GB", "Ampere", 81920));
+  for (int i = 4; i < 8; ++i)
+    for (int start = 0; start < 7; ++start) devices.push_back(mig_device(i, start));
+  ClusterView v;
+  v.upsert_node(bare_node("mixed"));
+  v.upsert_slice(slice_of("s", "mixed", devices));
+  CHECK(gpu_count_of(v, "mixed") == 8);                 // physical GPUs, not 4 + 28 devices
+  CHECK(test_support::gpus_on(v, "mixed") == 4);        // the MIG-mode parents are not free for whole-GPU pods
+  CHECK(find(v, "mixed")->view().gpu_memory == std::optional<std::string_view>("81920"));  // of the whole ones
+  // Seven MIG claims on one parent: still that one GPU, so a 4-GPU pod has its 4 free GPUs.
+  for (int start = 0; start < 7; ++start)
+    v.upsert_claim(claim_of("ml/mig-" + std::to_string(start), "mixed",
+                            {"gpu-4-mig-1g10gb-19-" + std::to_string(start)}));
+  CHECK(test_support::gpus_on(v, "mixed") == 4);
+  v.upsert_claim(claim_of("ml/whole", "mixed", {"gpu-0"}));
+  CHECK(test_support::gpus_on(v, "mixed") == 5);
+  const auto dra = v.dra_node("mixed");
+  REQUIRE(dra);
+  CHECK(dra->gpus.size() == 8);
+  CHECK(dra->gpus[4] == "mixed/gpu-4");  // a MIG-mode GPU named by its parent's minor
+  REQUIRE(dra->unavailable.size() == 3);  // gpu-4 is held by its MIG claims; 5, 6, 7 are in MIG mode
+  CHECK(dra->unavailable[0].first == "mixed/gpu-5");
+  CHECK(dra->unavailable[0].second.find("in MIG mode") != std::string::npos);
+  CHECK(v.dra_stats().unavailable_gpus == 3);
+  CHECK(v.dra_stats().held_gpus == 2);
 }
-}  // namespace
+
+TEST_CASE("DRA inventory: partitionable devices sharing a GPU's counter set are one GPU") {
+  // DynamicMIG: the pool's counter sets in a slice of their own, the GPU and its partitions consuming them.
+  DraDeviceView gpu0 = whole_gpu(0, "NVIDIA A100-SXM4-80GB", "Ampere", 81920);
+  gpu0.pci_bus_id.reset();  // nothing but the counter set ties them
+  gpu0.uuid.reset();
+  gpu0.counter_sets = {"gpu-0-counter-set"};
+  DraDeviceView part = mig_device(0, 0);
+  part.pci_bus_id.reset();
+  part.parent_uuid.reset();
+  part.counter_sets = {"gpu-0-counter-set"};
+  DraDeviceView gpu1 = whole_gpu(1, "NVIDIA A100-SXM4-80GB", "Ampere", 81920);
+  gpu1.counter_sets = {"gpu-1-counter-set"};
+  ClusterView v;
+  v.upsert_node(bare_node("p"));
+  v.upsert_slice(slice_of("p-devices", "p", {gpu0, part, gpu1}, 1, 2));
+  // Half the pool listed: the allocator allocates nothing from it, so neither does the extender count it free.
+  CHECK(gpu_count_of(v, "p") == 2);
+  CHECK(test_support::gpus_on(v, "p") == 2);
+  REQUIRE(v.dra_node("p"));
+  CHECK(v.dra_node("p")->unavailable[0].second.find("republished") != std::string::npos);
+  v.upsert_slice(slice_of("p-counters", "p", {}, 1, 2));  // the counters' slice: the pool is whole
+  CHECK(test_support::gpus_on(v, "p") == 0);
+  v.upsert_claim(claim_of("ml/part", "p", {"gpu-0-mig-1g10gb-19-0"}));
+  CHECK(test_support::gpus_on(v, "p") == 1);  // the partition holds gpu-0
+  v.upsert_claim(claim_of("ml/gpu-0", "p", {"gpu-0"}));
+  CHECK(test_support::gpus_on(v, "p") == 1);  // the same GPU, once
+}
+
+TEST_CASE("DRA inventory: a vfio passthrough device is its GPU, not another") {
+  const DraDeviceView vfio = device("gpu-vfio-0", "vfio", pci_of(0));
+  const DraDeviceView stray = device("nic-0", "nic");  // of the driver, naming no GPU: not a GPU
+  ClusterView v;
+  v.upsert_node(bare_node("vm-host"));
+  v.upsert_slice(slice_of("s", "vm-host", {whole_gpu(0), vfio, whole_gpu(1), stray}));
+  CHECK(gpu_count_of(v, "vm-host") == 2);
+  CHECK(test_support::gpus_on(v, "vm-host") == 0);
+  v.upsert_claim(claim_of("vm/passthrough", "vm-host", {"gpu-vfio-0"}));
+  CHECK(test_support::gpus_on(v, "vm-host") == 1);
+  v.upsert_claim(claim_of("ml/gpu-0", "vm-host", {"gpu-0"}));
+  CHECK(test_support::gpus_on(v, "vm-host") == 1);
+  // A GPU bound to vfio-pci only (no whole device): one GPU, not free for whole-GPU pods, held once.
+  v.delete_claim("ml/gpu-0");
+  v.upsert_slice(slice_of("s", "vm-host", {whole_gpu(1), vfio}));
+  CHECK(gpu_count_of(v, "vm-host") == 2);
+  CHECK(test_support::gpus_on(v, "vm-host") == 1);
+  v.delete_claim("vm/passthrough");
+  CHECK(test_support::gpus_on(v, "vm-host") == 1);
+}
+
+TEST_CASE("DRA inventory: tainted GPUs are in use unless the pod's claims tolerate the taint") {
+  DraDeviceView sick = whole_gpu(7);
+  sick.taints = {{"gpu.nvidia.com/xid", "79", "NoSchedule"}};
+  DraDeviceView noted = whole_gpu(6);
+  noted.taints = {{"gpu.nvidia.com/info", "", "None"}};  // informs only
+  std::vector<DraDeviceView> devices;
+  for (int i = 0; i < 6; ++i) devices.push_back(whole_gpu(i));
+  devices.push_back(noted);
+  devices.push_back(sick);
+  const DraSlice slice = slice_of("s", "h", devices);
+  CHECK(slice.devices[6].taints.empty());  // a taint that does not prevent allocation is not kept
+  ClusterView v;
+  v.upsert_node(bare_node("h"));
+  v.upsert_slice(slice);
+  CHECK(gpu_count_of(v, "h") == 8);
+  CHECK(test_support::gpus_on(v, "h") == 1);  // 7 usable
+  const NodeView& n = find(v, "h")->view();
+  REQUIRE(n.dra_tainted_gpus.size() == 1);
+  CHECK(n.dra_tainted_gpus[0] == std::vector<DeviceTaint>{{"gpu.nvidia.com/xid", "79", "NoSchedule"}});
+  REQUIRE(v.dra_node("h"));
+  CHECK(v.dra_node("h")->unavailable ==
+        std::vector<std::pair<std::string, std::string>>{{"h/gpu-7", "tainted gpu.nvidia.com/xid=79:NoSchedule"}});
+
+  // Tolerations as the allocator matches them.
+  const std::vector<DeviceTaint>& taints = n.dra_tainted_gpus[0];
+  CHECK(tolerates_all({{"gpu.nvidia.com/xid", "Exists", "", ""}}, taints));
+  CHECK(tolerates_all({{"gpu.nvidia.com/xid", "Equal", "79", "NoSchedule"}}, taints));
+  CHECK(tolerates_all({{"", "Exists", "", ""}}, taints));  // every taint
+  CHECK_FALSE(tolerates_all({{"gpu.nvidia.com/xid", "Equal", "48", ""}}, taints));
+  CHECK_FALSE(tolerates_all({{"gpu.nvidia.com/xid", "Exists", "", "NoExecute"}}, taints));
+  CHECK_FALSE(tolerates_all({}, taints));
+
+  // A claim's tolerations reach the pod that uses it.
+  ResourceClaimView claim;
+  claim.ns = "ops";
+  claim.name = "burn-in";
+  claim.requests = {request("gpu.nvidia.com")};
+  claim.requests[0].tolerations = {{"gpu.nvidia.com/xid", "Exists", "", "NoSchedule"}};
+  v.upsert_claim(DraClaim::of(claim, kSchema));
+  PodRequest pod;
+  pod.ns = "ops";
+  pod.claims = {{"burn-in", ""}};
+  std::vector<DeviceToleration> tolerations;
+  CHECK(v.claimed_gpus_of(pod, &tolerations) == 1);
+  CHECK(tolerations == std::vector<DeviceToleration>{{"gpu.nvidia.com/xid", "Exists", "", "NoSchedule"}});
+}
+
+TEST_CASE("DRA inventory: only a pool's newest generation counts") {
+  ClusterView v;
+  v.upsert_node(bare_node("r"));
+  v.upsert_slice(h100s("r-gen1", "r", 8));
+  DraSlice newer = h100s("r-gen2", "r", 8);
+  newer.generation = 2;
+  v.upsert_slice(newer);  // republished: the old slice is still listed until the driver deletes it
+  CHECK(gpu_count_of(v, "r") == 8);
+  CHECK(test_support::gpus_on(v, "r") == 0);
+  CHECK(v.dra_stats().gpus == 8);
+  // A newest generation split in two slices, one listed so far: none of it is allocatable yet.
+  DraSlice half = h100s("r-gen3-a", "r", 4);
+  half.generation = 3;
+  half.pool_slices = 2;
+  v.upsert_slice(half);
+  CHECK(gpu_count_of(v, "r") == 4);
+  CHECK(test_support::gpus_on(v, "r") == 4);
+  DraSlice other_half = h100s("r-gen3-b", "r", 4, 81559, 4);
+  other_half.generation = 3;
+  other_half.pool_slices = 2;
+  v.upsert_slice(other_half);
+  CHECK(gpu_count_of(v, "r") == 8);
+  CHECK(test_support::gpus_on(v, "r") == 0);
+}
 
 TEST_CASE("DRA claims: a held GPU counts once, a partition occupies its parent, a claim may come first") {
   ClusterView v;
   v.upsert_node(bare_node("dra-0"));
   v.upsert_claim(claim_of("a/early", "dra-0", {"gpu-0"}));  // before the slices: named as itself
   CHECK(test_support::gpus_on(v, "dra-0") == 1);
-  DraSlice slice = h100s("s1", "dra-0", 2);
-  slice.gpus[0].uuid = "GPU-aaa";
-  slice.gpus[1].uuid = "GPU-bbb";
-  slice.partitions = {{"gpu-1-mig-1g.10gb-0", "GPU-bbb"}, {"gpu-1-mig-1g.10gb-1", "GPU-bbb"}};
-  v.upsert_slice(slice);
+  v.upsert_slice(slice_of("s1", "dra-0", {whole_gpu(0), whole_gpu(1), mig_device(1, 0), mig_device(1, 1)}));
   CHECK(test_support::gpus_on(v, "dra-0") == 1);
   // Two partitions of gpu-1 held by two claims: gpu-1 is occupied, once.
-  v.upsert_claim(claim_of("a/mig-0", "dra-0", {"gpu-1-mig-1g.10gb-0"}));
-  v.upsert_claim(claim_of("a/mig-1", "dra-0", {"gpu-1-mig-1g.10gb-1"}));
+  v.upsert_claim(claim_of("a/mig-0", "dra-0", {"gpu-1-mig-1g10gb-19-0"}));
+  v.upsert_claim(claim_of("a/mig-1", "dra-0", {"gpu-1-mig-1g10gb-19-1"}));
   CHECK(test_support::gpus_on(v, "dra-0") == 2);
   v.delete_claim("a/mig-0");
   CHECK(test_support::gpus_on(v, "dra-0") == 2);
@@ -108,7 +338,7 @@ TEST_CASE("DRA claims: a held GPU counts once, a partition occupies its parent, 
   CHECK(test_support::gpus_on(v, "dra-0") == 1);
   // Unallocated (no node) or of another driver (no devices kept): nothing held.
   v.upsert_claim(claim_of("a/pending", "", {"gpu-1"}));
-  v.upsert_claim(DraClaim{"a/nic", "dra-0", {}, {}});
+  v.upsert_claim(claim_of("a/nic", "dra-0", {}));
   CHECK(test_support::gpus_on(v, "dra-0") == 1);
   const ClusterView::DraStats stats = v.dra_stats();
   CHECK(stats.claims == 1);
@@ -117,6 +347,33 @@ TEST_CASE("DRA claims: a held GPU counts once, a partition occupies its parent, 
   const auto node = v.dra_node("dra-0");
   REQUIRE(node);
   CHECK(node->held == std::vector<std::pair<std::string, std::string>>{{"dra-0/gpu-0", "a/early"}});
+}
+
+TEST_CASE("DRA claims: results with adminAccess hold nothing, requests with it ask nothing") {
+  // A monitoring claim over every GPU of the node, as DCGM-style tools claim devices.
+  ResourceClaimView monitor;
+  monitor.ns = "monitoring";
+  monitor.name = "dcgm";
+  monitor.node = "dra-0";
+  for (const char* device : {"gpu-0", "gpu-1", "gpu-2", "gpu-3"})
+    monitor.results.push_back(result(device, true));
+  monitor.requests = {request("gpu.nvidia.com")};
+  monitor.requests[0].all = monitor.requests[0].admin_access = true;
+  const DraClaim claim = DraClaim::of(monitor, kSchema);
+  CHECK(claim.devices.empty());
+  CHECK(claim.requested_gpus == 0);
+  ClusterView v;
+  v.upsert_node(bare_node("dra-0"));
+  v.upsert_slice(h100s("s", "dra-0", 4));
+  v.upsert_claim(claim);
+  CHECK(test_support::gpus_on(v, "dra-0") == 0);
+  // Beside it, an ordinary claim on gpu-0 holds gpu-0.
+  ResourceClaimView train = monitor;
+  train.name = "train";
+  train.results = {result("gpu-0")};
+  train.requests = {request("gpu.nvidia.com")};
+  v.upsert_claim(DraClaim::of(train, kSchema));
+  CHECK(test_support::gpus_on(v, "dra-0") == 1);
 }
 
 TEST_CASE("DRA claims: the pod a claim serves counts its devices, not its GPU request, whichever comes first") {
@@ -142,10 +399,10 @@ TEST_CASE("DRA claims: the pod a claim serves counts its devices, not its GPU re
 
 TEST_CASE("DRA claims: the GPUs a pod asks through its claims, by claim or by template, in its namespace") {
   ClusterView v;
-  DraClaim by_template{"train/two-h100", "", {}, {}};
+  DraClaim by_template = claim_of("train/two-h100", "", {});
   by_template.requested_gpus = 2;
   v.upsert_claim_template(by_template);
-  DraClaim shared{"train/pool", "", {}, {}};
+  DraClaim shared = claim_of("train/pool", "", {});
   shared.requested_gpus = 4;
   v.upsert_claim(shared);  // not allocated yet: asks, holds nothing
   PodRequest pod;
@@ -164,8 +421,10 @@ TEST_CASE("DRA claims: the GPUs a pod asks through its claims, by claim or by te
   ResourceClaimView view;
   view.ns = "train";
   view.name = "t";
-  view.requests = {{"gpu.nvidia.com", 2, false, false, false}, {"gpu.nvidia.com", 1, true, false, false},
-                   {"nic.example.com", 1, false, false, false}, {"gpu.nvidia.com", 1, false, true, false},
-                   {"gpu.nvidia.com", 1, false, false, true}};
+  view.requests = {request("gpu.nvidia.com", 2), request("gpu.nvidia.com"), request("nic.example.com"),
+                   request("gpu.nvidia.com"), request("gpu.nvidia.com")};
+  view.requests[1].all = true;
+  view.requests[3].alternatives = true;
+  view.requests[4].share = true;
   CHECK(DraClaim::of(view, ViewSchema{}).requested_gpus == 2);
 }

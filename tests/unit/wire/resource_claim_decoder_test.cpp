@@ -147,3 +147,39 @@ TEST_CASE("resource claims: a claim's and a template's device requests, and a po
   CHECK(pod.claims[1].claim == "pool");
   CHECK_FALSE(pod.wants_gpus());  // its GPUs are in the claims: the cluster view counts them (claimed_gpus_of)
 }
+
+TEST_CASE("resource claims: adminAccess results and requests, and a request's device tolerations") {
+  WireDecoder decoder;
+  ResourceClaimView claim;
+  // A monitoring claim (DCGM-style) over every GPU of node n1, with admin access, tolerating every taint.
+  decoder.decode_resource_claim_event(
+      R"({"type":"ADDED","object":{"metadata":{"name":"dcgm","namespace":"monitoring","uid":"c-9"},"spec":{"devices":)"
+      R"({"requests":[{"name":"all","exactly":{"deviceClassName":"gpu.nvidia.com","allocationMode":"All","adminAccess":true,)"
+      R"("tolerations":[{"operator":"Exists"},{"key":"gpu.nvidia.com/xid","operator":"Equal","value":"79","effect":"NoExecute",)"
+      R"("tolerationSeconds":300}]}}]}},"status":{"allocation":{"devices":{"results":[{"request":"all","driver":"gpu.nvidia.com",)"
+      R"("pool":"n1","device":"gpu-0","adminAccess":true},{"request":"all","driver":"gpu.nvidia.com","pool":"n1","device":"gpu-1",)"
+      R"("adminAccess":null}]},"nodeSelector":{"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.name","operator":"In",)"
+      R"("values":["n1"]}]}]}}}}})",
+      claim);
+  REQUIRE(claim.results.size() == 2);
+  CHECK(claim.results[0].admin_access);
+  CHECK_FALSE(claim.results[1].admin_access);
+  REQUIRE(claim.requests.size() == 1);
+  CHECK(claim.requests[0].admin_access);
+  CHECK(claim.requests[0].tolerations ==
+        std::vector<DeviceToleration>{{"", "Exists", "", ""}, {"gpu.nvidia.com/xid", "Equal", "79", "NoExecute"}});
+  auto field_of = [&](const std::string& exactly) {
+    try {
+      decoder.decode_resource_claim_event(
+          R"({"type":"ADDED","object":{"metadata":{"name":"c","namespace":"a"},"spec":{"devices":{"requests":[{"name":"r",)"
+          R"("exactly":)" + exactly + "}]}}}}",
+          claim);
+    } catch (const DecodeError& e) {
+      return e.field();
+    }
+    return std::string("(accepted)");
+  };
+  CHECK(field_of(R"({"deviceClassName":"g","adminAccess":"yes"})").find("exactly.adminAccess") != std::string::npos);
+  CHECK(field_of(R"({"deviceClassName":"g","tolerations":[{"key":1}]})").find("exactly.tolerations[0].key") != std::string::npos);
+  CHECK(field_of(R"({"deviceClassName":"g","tolerations":"all"})").find("exactly.tolerations") != std::string::npos);
+}
