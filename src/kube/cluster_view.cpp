@@ -120,9 +120,17 @@ void ClusterView::erase_pod(std::string_view uid) {
   pods_.erase(it);
 }
 
-void ClusterView::upsert_pod(const PodRequest& pod) {
+void ClusterView::release_in_flight(const InFlightRelease& released) {
+  for (const auto& [node, amounts] : released) {
+    entry_for(node)->second.in_flight.subtract(amounts);
+    add_usage(node, amounts, false);
+  }
+}
+
+void ClusterView::upsert_pod(const PodRequest& pod, const InFlightRelease& released) {
   if (pod.uid.empty()) return;
   std::unique_lock lock(mutex_);
+  release_in_flight(released);
   erase_pod(pod.uid);
   if (!pod.node_name.empty() && !pod.terminated())
     add_pod(std::string(pod.uid),
@@ -130,8 +138,9 @@ void ClusterView::upsert_pod(const PodRequest& pod) {
   reindex_if_names_changed();
 }
 
-void ClusterView::delete_pod(std::string_view uid) {
+void ClusterView::delete_pod(std::string_view uid, const InFlightRelease& released) {
   std::unique_lock lock(mutex_);
+  release_in_flight(released);
   erase_pod(uid);
   reindex_if_names_changed();
 }
@@ -152,11 +161,12 @@ void ClusterView::replace_nodes(const std::vector<std::shared_ptr<const CachedNo
   reindex_if_names_changed();
 }
 
-void ClusterView::replace_pods(const std::vector<BoundPod>& pods) {
+void ClusterView::replace_pods(const std::vector<BoundPod>& pods, const InFlightRelease& released) {
   std::unique_lock lock(mutex_);
+  release_in_flight(released);  // what the list now shows, as the ledger releases it (observe_relist)
   pods_.clear();
   groups_.clear();
-  // What is in flight stays counted: the ledger forgets what the list now shows (observe_relist).
+  // What is still in flight stays counted.
   for (auto& [name, entry] : nodes_) {
     entry.used = entry.in_flight;
     entry.used.add(claimed_amounts(entry));

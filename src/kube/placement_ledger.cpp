@@ -47,6 +47,13 @@ std::optional<PendingPod> PlacementLedger::take_pending(std::string_view uid) {
   return pod;
 }
 
+void PlacementLedger::take_assumed(std::string_view uid, ClusterView::InFlightRelease& released) {
+  auto it = assumed_.find(uid);
+  if (it == assumed_.end()) return;
+  released.emplace_back(it->second.node, it->second.requests);
+  assumed_.erase(it);
+}
+
 void PlacementLedger::forget_assumed(std::string_view uid) {
   auto it = assumed_.find(uid);
   if (it == assumed_.end()) return;
@@ -56,8 +63,8 @@ void PlacementLedger::forget_assumed(std::string_view uid) {
 
 void PlacementLedger::reserve(const PendingPod& pod, const std::string& node, const ResourceAmounts& counted) {
   std::lock_guard lock(mutex_);
-  // The watch was faster: already counted. (The watch applies a pod to the view before telling the
-  // ledger, under the ledger's lock: either it is in the view now, or observe_pod comes after this.)
+  // The watch was faster: already counted. (The watch applies pods to the view through the ledger,
+  // under its lock: either the view has it now, or its event comes after this and releases it.)
   if (!view_->has_pod(pod.uid)) {
     forget_assumed(pod.uid);
     assumed_[pod.uid] = Assumed{node, counted, Clock::now() + options_.assume_ttl};
@@ -87,17 +94,20 @@ void PlacementLedger::roll_back(const PendingPod& pod) {
 }
 
 void PlacementLedger::observe_pod(const PodRequest& pod) {
+  std::lock_guard lock(mutex_);
+  ClusterView::InFlightRelease released;
   // The watch has its own word on this pod once it shows it bound (or finished). An event of the pod
   // still unbound (the device annotations /bind writes just before the Binding, a status update)
   // leaves the assumption: the bind is still on its way.
-  if (pod.node_name.empty() && !pod.terminated()) return;
-  std::lock_guard lock(mutex_);
-  forget_assumed(pod.uid);
+  if (!pod.node_name.empty() || pod.terminated()) take_assumed(pod.uid, released);
+  view_->upsert_pod(pod, released);
 }
 
 void PlacementLedger::observe_deleted(std::string_view uid) {
   std::lock_guard lock(mutex_);
-  forget_assumed(uid);
+  ClusterView::InFlightRelease released;
+  take_assumed(uid, released);
+  view_->delete_pod(uid, released);
 }
 
 void PlacementLedger::observe_relist(const std::vector<ClusterView::BoundPod>& pods) {
@@ -106,11 +116,13 @@ void PlacementLedger::observe_relist(const std::vector<ClusterView::BoundPod>& p
   for (const auto& pod : pods) listed.insert(pod.uid);
   std::lock_guard lock(mutex_);
   // Assumed pods stay counted (the list may predate their binding), unless the list has them now.
+  ClusterView::InFlightRelease released;
   for (auto it = assumed_.begin(); it != assumed_.end();) {
     auto next = std::next(it);
-    if (listed.count(it->first)) forget_assumed(it->first);
+    if (listed.count(it->first)) take_assumed(it->first, released);
     it = next;
   }
+  view_->replace_pods(pods, released);
 }
 
 void PlacementLedger::hold_assumed_until(Clock::time_point until) {

@@ -116,6 +116,9 @@ void Reflector::run() {
           need_list = true;
           backoff = options_.min_backoff;
           continue;
+        case WatchEnd::kRefused:
+          need_list = true;
+          break;  // counted and backed off below, then listed
         case WatchEnd::kFailed:
           break;  // counted and backed off below
       }
@@ -223,8 +226,7 @@ bool Reflector::decode_page(const std::string& body, ListMeta& meta, Listed& lis
 void Reflector::replace_all(Listed& listed, const ListMeta& meta) {
   switch (kind_) {
     case Kind::kPods:
-      view_->replace_pods(listed.pods);
-      ledger_->observe_relist(listed.pods);
+      ledger_->observe_relist(listed.pods);  // the view and the assumptions, in one step
       view_->mark_pods_synced();
       spdlog::info("cluster view: listed {} pods holding resources (resourceVersion {})", listed.pods.size(),
                    meta.resource_version);
@@ -303,10 +305,8 @@ bool Reflector::apply_event(std::string_view line, WatchEnd& end) {
         // A bound pod asking through claims holds their GPUs before their allocation may show (another
         // watch); the view stops counting them once a claim reserved for it holds the devices.
         if (!pod.node_name.empty()) view_->add_claimed_gpus(pod, pod.requests);
-        view_->upsert_pod(pod);
-        ledger_->observe_pod(pod);
+        ledger_->observe_pod(pod);  // the view and the assumption, in one step
       } else if (header.type == "DELETED") {
-        view_->delete_pod(pod.uid);
         ledger_->observe_deleted(pod.uid);
       }
     } else if (kind_ == Kind::kNodes) {
@@ -375,9 +375,13 @@ Reflector::WatchEnd Reflector::watch() {
   if (end != WatchEnd::kResume) return end;
   if (res.status == 410) return WatchEnd::kRelist;
   if (stopping_) return WatchEnd::kResume;
-  if (res.status != 200) {
+  if (res.status == 0 || res.status == 429) {  // unreachable, or asked to slow down: watch again
     spdlog::warn("cluster view: watch {} failed: {}", name(), res.describe());
     return WatchEnd::kFailed;
+  }
+  if (res.status != 200) {
+    spdlog::warn("cluster view: watch {} failed: {}; relisting", name(), res.describe());
+    return WatchEnd::kRefused;
   }
   if (!res.error.empty()) {
     // The stream broke mid-way: resume from the last version seen, after a backoff.

@@ -62,7 +62,12 @@ class Reflector {
   const char* name() const;
 
  private:
-  enum class WatchEnd { kResume, kRelist, kFailed };
+  // kResume: closed normally, watch again from the last version. kRelist: 410 Gone or an unreadable
+  // event, list now. kFailed: broke mid-way or too many requests, back off and watch again. kRefused:
+  // the server answered the watch with an error, back off and list (client-go's reflector does the same:
+  // only "connection refused" and 429 are retried as a watch; after an outage a list also brings what no
+  // watch can replay).
+  enum class WatchEnd { kResume, kRelist, kFailed, kRefused };
   void heard_from_server() { failing_since_ns_.store(0, std::memory_order_relaxed); }
   std::atomic<int64_t> failing_since_ns_{0};  // steady clock; 0: not failing
   bool list();

@@ -39,9 +39,12 @@ class ClusterView final : public UsageSource, public NodeSource {
   // --- written by the watch ---
   void upsert_node(const NodeView& node);
   void delete_node(std::string_view name);
+  // What the placement ledger stops counting in flight (node, amounts) in the same step as the pod
+  // event or list that confirms it: no reader sees a pod counted twice, or not at all.
+  using InFlightRelease = std::vector<std::pair<std::string, ResourceAmounts>>;
   // A pod as the API server reports it; pods without a node or that finished hold nothing.
-  void upsert_pod(const PodRequest& pod);
-  void delete_pod(std::string_view uid);
+  void upsert_pod(const PodRequest& pod, const InFlightRelease& released = {});
+  void delete_pod(std::string_view uid, const InFlightRelease& released = {});
   // A fresh list replaces everything of that kind (what the list does not name is gone).
   void replace_nodes(const std::vector<std::shared_ptr<const CachedNode>>& nodes);
   struct BoundPod {
@@ -51,7 +54,7 @@ class ClusterView final : public UsageSource, public NodeSource {
     std::shared_ptr<const CostedPod> costed;  // for pod deletion costs; null when costs do not follow it
     std::string group{};  // "namespace/name" of its pod group, "" outside groups
   };
-  void replace_pods(const std::vector<BoundPod>& pods);
+  void replace_pods(const std::vector<BoundPod>& pods, const InFlightRelease& released = {});
   // DRA ResourceSlices (dra_inventory.h): a node's GPUs from its slices, where it has any, in place of
   // its labels' and allocatable's. A slice may come before its node, or move to another node.
   void upsert_slice(DraSlice slice);
@@ -235,6 +238,7 @@ class ClusterView final : public UsageSource, public NodeSource {
   }
   void wake_change_waiters() const;
   void add_usage(const std::string& node, const ResourceAmounts& amounts, bool add);
+  void release_in_flight(const InFlightRelease& released);  // under mutex_
   void erase_if_unused(NodeMap::iterator it);
   void refresh_node(NodeEntry& entry);  // `node` made again from `listed` and `dra`
   void remove_slice(std::string_view name);

@@ -17,8 +17,9 @@
 //   /bind                  take_pending, reserve (counted on its node, a group member's slot taken),
 //                          wait_at_gate (a group member: until every member passed), then commit or
 //                          roll_back (the whole undo: the slot held again, the pod no longer counted)
-//   the watch              observe_pod, observe_deleted, observe_relist: assumptions the watch now
-//                          confirms are forgotten (after the view counts the pod: never under-counted)
+//   the watch              observe_pod, observe_deleted, observe_relist: the event or list applied to
+//                          the view, and the assumptions it confirms released, in one step of the view
+//                          (no reader sees a pod counted twice, or not at all)
 //   housekeeping           expire: assumptions the watch never confirmed, pending pods never bound,
 //                          groups without progress for the TTL
 //
@@ -76,7 +77,7 @@ class PlacementLedger {
   // is planned there) and the pod no longer counts on its node.
   void roll_back(const PendingPod& pod);
 
-  // --- the watch (after the view has applied the same event) ---
+  // --- the watch: applies each pod event or list to the view itself ---
   void observe_pod(const PodRequest& pod);
   void observe_deleted(std::string_view uid);
   void observe_relist(const std::vector<ClusterView::BoundPod>& pods);
@@ -116,6 +117,8 @@ class PlacementLedger {
     Clock::time_point seen;
   };
   void forget_assumed(std::string_view uid);  // under mutex_
+  // Under mutex_: the assumption ends, its in-flight count added to `released` for the view to drop.
+  void take_assumed(std::string_view uid, ClusterView::InFlightRelease& released);
 
   std::shared_ptr<ClusterView> view_;
   LedgerOptions options_;

@@ -170,7 +170,7 @@ TEST_CASE("DRA inventory: a node's slices give its GPU facts, in place of labels
   CHECK(v.stats().node_entries == 0);
 }
 
-TEST_CASE("DRA inventory: a GPU in MIG mode is one GPU in use; its MIG claims hold only it") {
+TEST_CASE("DRA inventory: a GPU in MIG mode is one GPU in use, held only by its MIG claims") {
   // 4 whole A100s and 4 in MIG mode (7 1g.10gb devices each), as the driver publishes such a node.
   std::vector<DraDeviceView> devices;
   for (int i = 0; i < 4; ++i) devices.push_back(whole_gpu(i, "NVIDIA A100-SXM4-80GB", "Ampere", 81920));
