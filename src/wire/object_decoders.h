@@ -66,4 +66,24 @@ inline void decode_string_map(od::value map, const std::array<const std::string*
 // untracked quantities are parsed too, so that a malformed one is reported.
 void decode_resource_list(od::value list, const ResourceTable& table, ResourceAmounts& out, bool validate_all);
 
+// Calls `each` for every element of the array `value` under `field` (null: none), with errors located.
+template <typename Each>
+void for_each_item(od::value value, const std::string& field, Each&& each) {
+  if (take_null(value, field)) return;
+  size_t index = 0;
+  for (auto item : take(value.get_array(), field, "an array")) {
+    const std::string at = field + "[" + std::to_string(index++) + "]";
+    each(take(item, at, "an object"), at);
+  }
+}
+
+// Calls `each(key, value)` for every member of the object `value` under `field`.
+template <typename Each>
+void for_each_field(od::value value, std::string_view field, Each&& each) {
+  for (auto f : take_object(value, field)) {
+    const std::string_view key = field_key(f, field);
+    each(key, f.value());
+  }
+}
+
 }  // namespace gpu_extender::wire

@@ -20,26 +20,6 @@ bool take_bool_or_null(simdjson::simdjson_result<od::value> result, const std::s
   return b;
 }
 
-// Calls `each` for every element of the array `value` under `field` (null: none), with errors located.
-template <typename Each>
-void for_each_item(od::value value, const std::string& field, Each&& each) {
-  if (take_null(value, field)) return;
-  size_t index = 0;
-  for (auto item : take(value.get_array(), field, "an array")) {
-    const std::string at = field + "[" + std::to_string(index++) + "]";
-    each(take(item, at, "an object"), at);
-  }
-}
-
-// Calls `each(key, value)` for every member of the object `value` under `field`.
-template <typename Each>
-void for_each_field(od::value value, std::string_view field, Each&& each) {
-  for (auto f : take_object(value, field)) {
-    const std::string_view key = field_key(f, field);
-    each(key, f.value());
-  }
-}
-
 // An array of references to objects (ownerReferences, reservedFor): calls `each(type, uid)` for each,
 // where `type` is the value of `type_field` ("kind" or "resource").
 template <typename Each>

@@ -88,33 +88,23 @@ void decode_device(od::value device, const ViewSchema& schema, std::string_view 
         }
       }
     } else if (key == "consumesCounters") {
-      od::value list = take(f.value(), key, "an array");
-      if (take_null(list, key)) continue;
-      size_t index = 0;
-      for (auto c : take(list.get_array(), key, "an array")) {
-        const std::string at = "consumesCounters[" + std::to_string(index++) + "]";
-        for (auto m : take_object(take(c, at, "an object"), at)) {
-          const std::string_view mkey = field_key(m, at);
-          if (mkey == "counterSet") out.counter_sets.push_back(take_string(m.value(), at + ".counterSet"));
-          else validate_value(take(m.value(), mkey, "a value"), mkey);
-        }
-      }
+      for_each_item(take(f.value(), key, "an array"), std::string(key), [&](od::value c, const std::string& at) {
+        for_each_field(c, at, [&](std::string_view mkey, auto v) {
+          if (mkey == "counterSet") out.counter_sets.push_back(take_string(v, at + ".counterSet"));
+          else validate_value(take(v, mkey, "a value"), mkey);
+        });
+      });
     } else if (key == "taints") {
-      od::value list = take(f.value(), key, "an array");
-      if (take_null(list, key)) continue;
-      size_t index = 0;
-      for (auto t : take(list.get_array(), key, "an array")) {
-        const std::string at = "taints[" + std::to_string(index++) + "]";
+      for_each_item(take(f.value(), key, "an array"), std::string(key), [&](od::value t, const std::string& at) {
         DeviceTaint taint;
-        for (auto m : take_object(take(t, at, "an object"), at)) {
-          const std::string_view mkey = field_key(m, at);
-          if (mkey == "key") taint.key = take_string(m.value(), at + ".key");
-          else if (mkey == "value") taint.value = take_string(m.value(), at + ".value");
-          else if (mkey == "effect") taint.effect = take_string(m.value(), at + ".effect");
-          else validate_value(take(m.value(), mkey, "a value"), mkey);  // timeAdded
-        }
+        for_each_field(t, at, [&](std::string_view mkey, auto v) {
+          if (mkey == "key") taint.key = take_string(v, at + ".key");
+          else if (mkey == "value") taint.value = take_string(v, at + ".value");
+          else if (mkey == "effect") taint.effect = take_string(v, at + ".effect");
+          else validate_value(take(v, mkey, "a value"), mkey);  // timeAdded
+        });
         out.taints.push_back(std::move(taint));
-      }
+      });
     } else {
       validate_value(take(f.value(), key, "a value"), key);
     }
