@@ -157,7 +157,7 @@ void apply_dra(const YAML::Node& root, const Reader& in, ViewSchema& schema) {
   const YAML::Node d = root["dra"];
   if (!d) return;
   in.only_keys(d, "dra", {"driver", "gpuType", "deviceClasses", "attributes", "capacities"});
-  if (d["deviceClasses"]) schema.dra_gpu_classes = in.string_list(d["deviceClasses"], "dra.deviceClasses");
+  if (d["deviceClasses"]) schema.set_dra_gpu_classes(in.string_list(d["deviceClasses"], "dra.deviceClasses"));
   in.string_at(d, "driver", "dra", schema.dra_gpu_driver);
   in.string_at(d, "gpuType", "dra", schema.dra_gpu_type);
   if (const YAML::Node a = d["attributes"]) {

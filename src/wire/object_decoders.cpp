@@ -32,6 +32,8 @@ int64_t decode_quantity(od::value v, std::string_view field) {
 }
 
 void decode_resource_list(od::value list, const ResourceTable& table, ResourceAmounts& out, bool validate_all) {
+  // A resource and its aliases add up: a container may ask nvidia.com/gpu and a class's implicit resource.
+  ResourceAmounts aliased;
   for (auto f : take_object(list, "")) {
     std::string_view key = field_key(f, "");
     const int index = table.index_of(key);
@@ -41,8 +43,11 @@ void decode_resource_list(od::value list, const ResourceTable& table, ResourceAm
     }
     od::value v = take(f.value(), key, "a quantity");
     const int64_t milli = decode_quantity(v, key);
-    if (index >= 0) out.set(static_cast<size_t>(index), milli);
+    if (index < 0) continue;
+    if (table.is_alias(key)) aliased.add(static_cast<size_t>(index), milli);
+    else out.set(static_cast<size_t>(index), milli);
   }
+  out.add(aliased);
 }
 
 }  // namespace gpu_extender::wire

@@ -8,7 +8,7 @@ import time
 import urllib.request
 
 import kube
-from objects import GPU, bound, ensure_namespace, gpu_node, make_node, node_of, pod, wait_bound, wait_pod_bound
+from objects import GPU, IMPLICIT_GPU, bound, ensure_namespace, gpu_node, make_node, node_of, pod, wait_bound, wait_pod_bound
 
 DRIVER = "gpu.nvidia.com"
 # (productName, architecture, memory) as NVIDIA's DRA driver publishes them: go-nvlib's architecture names, and
@@ -251,7 +251,19 @@ def dra_claim_pods(env):
     held["after a burst"] = agree(env, extender, nodes, "after a burst")
     binds = extender.metric("gpu_extender_binds_total", result="bound")
     assert binds >= 5, f"the extender bound {binds} of the 5 claim pods: they did not come through it"
-    return {"pods placed": 5, "held": held, "seconds": time.monotonic() - started}
+    placed = 5
+    if env.minor >= 36:
+        # The class's implicit extended resource (KEP-5004, on by default from 1.36), which no managedResources
+        # may name (kube-scheduler refuses a *kubernetes.io/ name there): it reaches the extender only with
+        # this configuration. 2 GPUs asked H100 by annotation: the in-tree allocator would take the empty
+        # A100 node, the extender counts them as GPUs and keeps the pod on the H100s (2 left on one node).
+        env.api.create(pod(ns, "implicit-2", {IMPLICIT_GPU: "2"}, {"gpu.nvidia.com/model": "H100"}))
+        got = node_of(wait_pod_bound(env.api, ns, "implicit-2"))
+        full = {node_of(p) for p in bound(wait_bound(env.api, ns, 3, selector="job-name=train"))}
+        assert got in full, f"implicit-2 (2 H100 by {IMPLICIT_GPU}) went to {got}, not {full}"
+        held["after the implicit-resource pod"] = agree(env, extender, nodes, "after the implicit-resource pod")
+        placed += 1
+    return {"pods placed": placed, "held": held, "seconds": time.monotonic() - started}
 
 
 def explained_facts(extender, node):

@@ -6,6 +6,8 @@ import concurrent.futures
 import kube
 
 GPU = "nvidia.com/gpu"
+# DRA's implicit extended resource of NVIDIA's GPU device class (KEP-5004, 1.36+).
+IMPLICIT_GPU = "deviceclass.resource.kubernetes.io/gpu.nvidia.com"
 AAA = "custom.resource/aaa"
 BBB = "custom.resource/bbb"
 

@@ -10,6 +10,7 @@
 #include <climits>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace gpu_extender {
@@ -39,15 +40,31 @@ class ResourceTable {
   size_t size() const { return names_.size(); }
   const std::string& name(size_t index) const { return names_[index]; }
   // Index of `name`, or -1 when it is not tracked. Resource names are case-sensitive in Kubernetes.
+  // An alias is another name of a tracked resource: amounts under both add up.
   int index_of(std::string_view name) const {
     for (size_t i = 0; i < names_.size(); ++i)
       if (names_[i] == name) return static_cast<int>(i);
+    for (const auto& [alias, index] : aliases_)
+      if (alias == name) return static_cast<int>(index);
     return -1;
+  }
+  bool is_alias(std::string_view name) const {
+    for (const auto& alias : aliases_)
+      if (alias.first == name) return true;
+    return false;
+  }
+  // DRA's implicit extended resources (deviceclass.resource.kubernetes.io/<class>, KEP-5004) are the GPU
+  // resource under another name (ViewSchema::set_dra_gpu_classes). Replaces the aliases of `index`.
+  void set_aliases(size_t index, const std::vector<std::string>& names) {
+    std::erase_if(aliases_, [&](const auto& a) { return a.second == index; });
+    for (const std::string& name : names)
+      if (index_of(name) < 0) aliases_.emplace_back(name, index);
   }
   bool operator==(const ResourceTable&) const = default;
 
  private:
   std::vector<std::string> names_;
+  std::vector<std::pair<std::string, size_t>> aliases_;
 };
 
 // Amounts in milli-units (see quantity.h) per tracked resource, and which of them were given.

@@ -44,6 +44,17 @@ struct ViewSchema {
       mig_memory_labels.push_back(name + ".memory");
     }
     resources = ResourceTable(std::move(roles));
+    set_dra_gpu_classes(dra_gpu_classes);
+  }
+  // The device classes whose devices are GPUs; a pod asking one's implicit extended resource
+  // (deviceclass.resource.kubernetes.io/<class>, which the scheduler serves from the class's devices like
+  // its extendedResourceName, 1.36+) asks that many GPUs, as one asking the GPU resource does.
+  static constexpr const char* kDeviceClassResourcePrefix = "deviceclass.resource.kubernetes.io/";
+  void set_dra_gpu_classes(std::vector<std::string> classes) {
+    dra_gpu_classes = std::move(classes);
+    std::vector<std::string> implicit;
+    for (const std::string& c : dra_gpu_classes) implicit.push_back(kDeviceClassResourcePrefix + c);
+    resources.set_aliases(kGpuResource, implicit);
   }
   size_t mig_profiles() const { return mig_count_labels.size(); }
   size_t first_mig_resource() const { return resources.size() - mig_profiles(); }

@@ -110,6 +110,22 @@ TEST_CASE("decode: the pod's GPU annotations, and limits standing in for request
   CHECK(args.node_names.empty());
 }
 
+TEST_CASE("decode: a GPU class's implicit extended resource asks GPUs, added to nvidia.com/gpu") {
+  // KEP-5004: kube-scheduler serves deviceclass.resource.kubernetes.io/<class> from the class's devices
+  // (k8s.io/api resource/v1 ResourceDeviceClassPrefix), whatever the class's extendedResourceName says.
+  const std::string body = R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[
+    {"resources":{"limits":{"deviceclass.resource.kubernetes.io/gpu.nvidia.com":"2"}}},
+    {"resources":{"limits":{"deviceclass.resource.kubernetes.io/gpu.nvidia.com":"1","nvidia.com/gpu":"1"}}},
+    {"resources":{"limits":{"deviceclass.resource.kubernetes.io/mig.nvidia.com":"7"}}}]}},"NodeNames":[]})";
+  WireDecoder decoder;
+  const ExtenderArgs& args = decoder.decode_extender_args(body, schema());
+  CHECK(args.pod.gpus_milli() == 4000);  // 2, then 1 + 1; MIG's class is no GPU class
+  // The policy's dra.deviceClasses name the classes.
+  ViewSchema other = schema();
+  other.set_dra_gpu_classes({"gpu.example.com"});
+  CHECK(decoder.decode_extender_args(body, other).pod.gpus_milli() == 1000);
+}
+
 TEST_CASE("decode: node names without escapes are their own JSON, others are unescaped and say so") {
   WireDecoder decoder;
   std::string plain = "{\"Pod\":" + kPod + ",\"NodeNames\":[\"gpu-1\", \"gp\u00fc-2\"]}";
