@@ -71,7 +71,7 @@ void ClusterView::add_usage(const std::string& node, const ResourceAmounts& amou
 }
 
 void ClusterView::refresh_node(NodeEntry& entry) {
-  entry.dra_gpus = DraNodeGpus::of(entry.dra);
+  entry.dra_gpus = DraNodeGpus::of(entry.dra, taint_rules_);
   // A node whose slices publish no GPU (a counter set only, for now) keeps its labels' facts.
   if (!entry.listed || entry.dra_gpus.gpus.empty()) entry.node = entry.listed;
   else entry.node = CachedNode::with_dra_gpus(entry.listed->view(), DraGpuSummary::of(entry.dra_gpus));

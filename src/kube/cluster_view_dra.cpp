@@ -46,6 +46,43 @@ void ClusterView::replace_slices(std::vector<DraSlice> slices) {
   for (DraSlice& slice : slices) upsert_slice(std::move(slice));
 }
 
+void ClusterView::refresh_dra_nodes() {
+  for (auto& [name, entry] : nodes_)
+    if (!entry.dra.empty()) refresh_node(entry);
+}
+
+void ClusterView::upsert_taint_rule(DraTaintRule rule) {
+  std::unique_lock lock(mutex_);
+  auto at = taint_rules_.find(rule.name);
+  // A rule that selects nothing of the schema's driver, before and after, changes no node.
+  const bool mattered = at != taint_rules_.end() && at->second.selects_any;
+  if (!mattered && !rule.selects_any) {
+    if (at != taint_rules_.end()) taint_rules_.erase(at);
+    return;
+  }
+  std::string name = rule.name;
+  taint_rules_.insert_or_assign(std::move(name), std::move(rule));
+  refresh_dra_nodes();
+}
+
+void ClusterView::delete_taint_rule(std::string_view name) {
+  std::unique_lock lock(mutex_);
+  auto at = taint_rules_.find(name);
+  if (at == taint_rules_.end()) return;
+  taint_rules_.erase(at);
+  refresh_dra_nodes();
+}
+
+void ClusterView::replace_taint_rules(std::vector<DraTaintRule> rules) {
+  std::unique_lock lock(mutex_);
+  DraTaintRules next;
+  for (DraTaintRule& rule : rules)
+    if (rule.selects_any) next.insert_or_assign(rule.name, std::move(rule));
+  if (next.empty() && taint_rules_.empty()) return;
+  taint_rules_ = std::move(next);
+  refresh_dra_nodes();
+}
+
 namespace {
 // What a claim or template asks, kept only while it asks GPUs.
 template <typename Map>

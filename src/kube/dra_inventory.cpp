@@ -65,7 +65,18 @@ DraSlice DraSlice::of(const ResourceSliceView& slice, const ViewSchema& schema) 
   return out;
 }
 
-DraNodeGpus DraNodeGpus::of(const DraSlices& slices) {
+DraTaintRule DraTaintRule::of(const DeviceTaintRuleView& rule, const ViewSchema& schema) {
+  DraTaintRule out;
+  out.name = rule.name;
+  out.selects_any = rule.has_selector && (!rule.driver || *rule.driver == schema.dra_gpu_driver) &&
+                    rule.taint.prevents_allocation();
+  if (rule.pool) out.pool = std::string(*rule.pool);
+  if (rule.device) out.device = std::string(*rule.device);
+  out.taint = rule.taint;
+  return out;
+}
+
+DraNodeGpus DraNodeGpus::of(const DraSlices& slices, const DraTaintRules& rules) {
   // Each pool's newest generation, and how many of its slices are listed (the allocator's GatherPools:
   // older slices are ignored; a pool missing some of its newest slices is not allocated from).
   struct PoolState {
@@ -115,6 +126,8 @@ DraNodeGpus DraNodeGpus::of(const DraSlices& slices) {
     if (whole) {
       gpu.memory_bytes = whole->memory_bytes;
       gpu.taints = whole->taints;
+      for (const auto& [name, rule] : rules)
+        if (rule.selects(slice.pool, whole->name)) gpu.taints.push_back(rule.taint);
       gpu.key = device_key(slice.pool, whole->name);
     } else if (const size_t mig = partition ? partition->name.find("-mig-") : std::string::npos;
                mig != std::string::npos) {

@@ -20,19 +20,21 @@ KubeConnection::KubeConnection(ApiEndpoint endpoint, const ViewSchema& schema, K
   kube::ReflectorOptions reflector_options;
   reflector_options.watch_timeout = options.watch_timeout;
   reflector_options.idle_timeout = std::chrono::milliseconds(options.watch_timeout) + std::chrono::seconds(60);
-  auto add = [&](kube::Reflector::Kind kind) {
-    reflectors_.push_back(std::make_unique<kube::Reflector>(kind, api_, view_, ledger_, schema, reflector_options));
+  auto add = [&](kube::Watched kind) {
+    reflectors_.push_back(
+        std::make_unique<kube::Reflector>(kind, api_, kube::WatchTarget{view_, ledger_, schema, {}}, reflector_options));
     return reflectors_.back().get();
   };
-  add(kube::Reflector::Kind::kNodes);
-  kube::Reflector* pods = add(kube::Reflector::Kind::kPods);
+  add(kube::Watched::kNodes);
+  kube::Reflector* pods = add(kube::Watched::kPods);
   pods_reflector_ = pods;
-  add(kube::Reflector::Kind::kResourceSlices);
+  add(kube::Watched::kResourceSlices);
+  add(kube::Watched::kDeviceTaintRules);
   // Pods are listed after claims and templates (a bound pod counts what its claims ask), but never held
   // back long by them: a slow DRA list costs the pods' view at most this.
   constexpr std::chrono::seconds kClaimsFirst{10};
-  pods->list_after(add(kube::Reflector::Kind::kResourceClaims), kClaimsFirst);
-  pods->list_after(add(kube::Reflector::Kind::kResourceClaimTemplates), kClaimsFirst);
+  pods->list_after(add(kube::Watched::kResourceClaims), kClaimsFirst);
+  pods->list_after(add(kube::Watched::kResourceClaimTemplates), kClaimsFirst);
   view_->set_watch_hurry([api = api_] { return api->hurry_watches(); });
 }
 

@@ -4,17 +4,9 @@
 
 #include <random>
 
-#include "gpu_extender/common/quantity.h"
 
 namespace gpu_extender::kube {
 namespace {
-
-// Only pods on a node hold resources there: "spec.nodeName!=" keeps pending pods out of the view.
-constexpr const char* kPodsPath = "/api/v1/pods?fieldSelector=spec.nodeName%21%3D";
-constexpr const char* kNodesPath = "/api/v1/nodes?";
-constexpr const char* kResourceSlicesPath = "/apis/resource.k8s.io/v1/resourceslices?";
-constexpr const char* kResourceClaimsPath = "/apis/resource.k8s.io/v1/resourceclaims?";
-constexpr const char* kResourceClaimTemplatesPath = "/apis/resource.k8s.io/v1/resourceclaimtemplates?";
 
 std::string url_escape(const std::string& text) {
   static const char* hex = "0123456789ABCDEF";
@@ -33,36 +25,13 @@ std::string url_escape(const std::string& text) {
 
 }  // namespace
 
-Reflector::Reflector(Kind kind, std::shared_ptr<const ApiClient> api, std::shared_ptr<ClusterView> view,
-                     std::shared_ptr<PlacementLedger> ledger, ViewSchema schema, ReflectorOptions options)
-    : kind_(kind),
-      api_(std::move(api)),
-      view_(std::move(view)),
-      ledger_(std::move(ledger)),
-      schema_(std::move(schema)),
-      options_(options) {}
-
-const char* Reflector::name() const {
-  switch (kind_) {
-    case Kind::kPods: return "pods";
-    case Kind::kNodes: return "nodes";
-    case Kind::kResourceSlices: return "resourceslices";
-    case Kind::kResourceClaims: return "resourceclaims";
-    case Kind::kResourceClaimTemplates: return "resourceclaimtemplates";
-  }
-  return "?";
+Reflector::Reflector(Watched kind, std::shared_ptr<const ApiClient> api, WatchTarget target, ReflectorOptions options)
+    : api_(std::move(api)), view_(target.view), options_(options) {
+  target.not_understood = [this](std::string_view what, std::string_view why) { not_understood(what, why); };
+  kind_ = make_watched_kind(kind, std::move(target));
 }
 
-const char* Reflector::path() const {
-  switch (kind_) {
-    case Kind::kPods: return kPodsPath;
-    case Kind::kNodes: return kNodesPath;
-    case Kind::kResourceSlices: return kResourceSlicesPath;
-    case Kind::kResourceClaims: return kResourceClaimsPath;
-    case Kind::kResourceClaimTemplates: return kResourceClaimTemplatesPath;
-  }
-  return "";
-}
+const char* Reflector::name() const { return kind_->name(); }
 
 void Reflector::stop() {
   stopping_ = true;
@@ -149,143 +118,45 @@ void Reflector::not_understood(std::string_view what, std::string_view why) {
                what, why, count, name());
 }
 
-void Reflector::check_understood(const PodRequest& pod) {
-  if (pod.invalid_reason.empty()) return;
-  not_understood("pod " + std::string(pod.ns) + "/" + std::string(pod.name), pod.invalid_reason);
-}
-
-void Reflector::check_understood(const ResourceSliceView& slice) {
-  if (!slice.invalid_reason.empty()) not_understood("resourceslice " + std::string(slice.name), slice.invalid_reason);
-}
-
-void Reflector::check_understood(const ResourceClaimView& claim) {
-  // A claim the scheduler allocated on a node has a node selector naming it; one holding devices of the
-  // GPU driver without it (devices of several nodes) is counted on no node, and said so.
-  if (!claim.results.empty() && claim.node.empty())
-    for (const DraResultView& r : claim.results)
-      if (r.driver == schema_.dra_gpu_driver) {
-        not_understood("resourceclaim " + std::string(claim.ns) + "/" + std::string(claim.name),
-                       "holds " + schema_.dra_gpu_driver + " devices but its allocation names no single node");
-        return;
-      }
-}
-
-void Reflector::check_understood(const NodeView& node) {
-  std::string error;
-  if (node.gpu_memory && !parse_mebibytes(*node.gpu_memory, &error)) {
-    not_understood("node " + std::string(node.name), "label " + schema_.node_gpu_memory_labels[node.gpu_memory_label] + ": " + error);
-    return;
-  }
-  if (!node.gpu_count) return;
-  if (const QuantityParse count = parse_quantity(*node.gpu_count); !count.milli)
-    not_understood("node " + std::string(node.name), "label " + schema_.node_gpu_count_labels[node.gpu_count_label] + ": " + count.error);
-}
-
-bool Reflector::decode_page(const std::string& body, ListMeta& meta, Listed& listed) {
-  try {
-    switch (kind_) {
-      case Kind::kPods:
-        meta = decoder_.decode_pod_list(body, schema_, [&](const PodRequest& pod) {
-          check_understood(pod);
-          if (pod.node_name.empty() || pod.terminated() || pod.uid.empty()) return;
-          listed.pods.push_back({std::string(pod.uid), std::string(pod.node_name), pod.requests,
-                                 view_->cost_details_of(pod), PendingPod::member_of(pod)});
-          view_->add_claimed_gpus(pod, listed.pods.back().requests);
-        });
-        break;
-      case Kind::kNodes:
-        meta = decoder_.decode_node_list(body, schema_, [&](const NodeView& node) {
-          check_understood(node);
-          listed.nodes.push_back(CachedNode::copy_of(node));
-        });
-        break;
-      case Kind::kResourceSlices:
-        meta = decoder_.decode_resource_slice_list(body, schema_, [&](const ResourceSliceView& slice) {
-          check_understood(slice);
-          listed.slices.push_back(DraSlice::of(slice, schema_));
-        });
-        break;
-      case Kind::kResourceClaims:
-        meta = decoder_.decode_resource_claim_list(body, [&](const ResourceClaimView& claim) {
-          check_understood(claim);
-          listed.claims.push_back(DraClaim::of(claim, schema_));
-        });
-        break;
-      case Kind::kResourceClaimTemplates:
-        meta = decoder_.decode_resource_claim_template_list(
-            body, [&](const ResourceClaimView& t) { listed.claims.push_back(DraClaim::of(t, schema_)); });
-        break;
-    }
-  } catch (const DecodeError& e) {
-    spdlog::error("cluster view: list {} answered something unreadable: {}", name(), e.what());
-    return false;
-  }
-  return true;
-}
-
-void Reflector::replace_all(Listed& listed, const ListMeta& meta) {
-  switch (kind_) {
-    case Kind::kPods:
-      ledger_->observe_relist(listed.pods);  // the view and the assumptions, in one step
-      view_->mark_pods_synced();
-      spdlog::info("cluster view: listed {} pods holding resources (resourceVersion {})", listed.pods.size(),
-                   meta.resource_version);
-      break;
-    case Kind::kNodes:
-      view_->replace_nodes(listed.nodes);
-      view_->mark_nodes_synced();
-      spdlog::info("cluster view: listed {} nodes (resourceVersion {})", listed.nodes.size(), meta.resource_version);
-      break;
-    case Kind::kResourceSlices:
-      spdlog::info("cluster view: listed {} ResourceSlices (resourceVersion {})", listed.slices.size(),
-                   meta.resource_version);
-      view_->replace_slices(std::move(listed.slices));
-      break;
-    case Kind::kResourceClaims:
-      spdlog::info("cluster view: listed {} ResourceClaims (resourceVersion {})", listed.claims.size(),
-                   meta.resource_version);
-      view_->replace_claims(std::move(listed.claims));
-      break;
-    case Kind::kResourceClaimTemplates:
-      spdlog::info("cluster view: listed {} ResourceClaimTemplates (resourceVersion {})", listed.claims.size(),
-                   meta.resource_version);
-      view_->replace_claim_templates(std::move(listed.claims));
-      break;
-  }
-}
-
 bool Reflector::list() {
   ++counters_.lists;
   std::string continue_token;
-  Listed listed;
   ListMeta meta;
+  kind_->discard_list();
+  const std::string group = kind_->optional_group();
   do {
-    std::string path = std::string(this->path()) + "&limit=" + std::to_string(options_.page_size);
+    std::string path = std::string(kind_->path()) + "&limit=" + std::to_string(options_.page_size);
     if (!continue_token.empty()) path += "&continue=" + url_escape(continue_token);
     const ApiResponse res = api_->get(path, std::chrono::seconds(60));
     const bool was_served = !not_served_;
-    not_served_ = dra() && res.status == 404;
+    not_served_ = !group.empty() && res.status == 404;
     if (not_served_) {
       if (was_served)
-        spdlog::info("cluster view: this API server does not serve resource.k8s.io/v1 {} (before 1.34, or DRA turned "
-                     "off): GPUs come from node labels and allocatable only; asked again every {} minutes",
-                     name(), kNotServedRetry.count());
-      Listed none;
-      replace_all(none, meta);
+        spdlog::info("cluster view: this API server does not serve {}/v1 {} (an older release, or the feature turned "
+                     "off): none counts; asked again every {} minutes",
+                     group, name(), kNotServedRetry.count());
+      kind_->discard_list();
+      kind_->replace_with_list();
       return false;
     }
     if (!res.ok()) {
       spdlog::warn("cluster view: list {} failed: {}{}", name(), res.describe(),
-                   res.status == 403 && dra()
-                       ? std::string(" (the extender's ClusterRole needs list and watch on ") + name() +
-                             " in group resource.k8s.io: apply this release's manifests)"
-                       : std::string());
+                   res.status == 403 ? std::string(" (the extender's ClusterRole needs list and watch on ") + name() +
+                                           (group.empty() ? std::string() : " in group " + group) +
+                                           ": apply this release's manifests)"
+                                     : std::string());
       return false;
     }
-    if (!decode_page(res.body, meta, listed)) return false;
+    try {
+      meta = kind_->decode_page(decoder_, res.body);
+    } catch (const DecodeError& e) {
+      spdlog::error("cluster view: list {} answered something unreadable: {}", name(), e.what());
+      return false;
+    }
     continue_token = meta.continue_token;
   } while (!continue_token.empty() && !stopping_);
-  replace_all(listed, meta);
+  const size_t listed = kind_->replace_with_list();
+  spdlog::info("cluster view: listed {} {} (resourceVersion {})", listed, name(), meta.resource_version);
   resource_version_ = meta.resource_version;
   view_->touch();
   heard_from_server();
@@ -296,54 +167,7 @@ bool Reflector::apply_event(std::string_view line, WatchEnd& end) {
   if (line.empty() || line == "\r") return true;
   ++counters_.events;
   try {
-    WatchEventHeader header;
-    if (kind_ == Kind::kPods) {
-      PodRequest pod;
-      header = decoder_.decode_pod_event(line, schema_, pod);
-      if (header.type == "ADDED" || header.type == "MODIFIED") {
-        check_understood(pod);
-        // A bound pod asking through claims holds their GPUs before their allocation may show (another
-        // watch); the view stops counting them once a claim reserved for it holds the devices.
-        if (!pod.node_name.empty()) view_->add_claimed_gpus(pod, pod.requests);
-        ledger_->observe_pod(pod);  // the view and the assumption, in one step
-      } else if (header.type == "DELETED") {
-        ledger_->observe_deleted(pod.uid);
-      }
-    } else if (kind_ == Kind::kNodes) {
-      NodeView node;
-      header = decoder_.decode_node_event(line, schema_, node);
-      if (header.type == "ADDED" || header.type == "MODIFIED") {
-        check_understood(node);
-        view_->upsert_node(node);
-      } else if (header.type == "DELETED") {
-        view_->delete_node(node.name);
-      }
-    } else if (kind_ == Kind::kResourceSlices) {
-      ResourceSliceView slice;
-      header = decoder_.decode_resource_slice_event(line, schema_, slice);
-      if (header.type == "ADDED" || header.type == "MODIFIED") {
-        check_understood(slice);
-        view_->upsert_slice(DraSlice::of(slice, schema_));
-      } else if (header.type == "DELETED") {
-        view_->delete_slice(slice.name);
-      }
-    } else if (kind_ == Kind::kResourceClaimTemplates) {
-      ResourceClaimView claim_template;
-      header = decoder_.decode_resource_claim_template_event(line, claim_template);
-      if (header.type == "ADDED" || header.type == "MODIFIED")
-        view_->upsert_claim_template(DraClaim::of(claim_template, schema_));
-      else if (header.type == "DELETED")
-        view_->delete_claim_template(std::string(claim_template.ns) + "/" + std::string(claim_template.name));
-    } else {
-      ResourceClaimView claim;
-      header = decoder_.decode_resource_claim_event(line, claim);
-      if (header.type == "ADDED" || header.type == "MODIFIED") {
-        check_understood(claim);
-        view_->upsert_claim(DraClaim::of(claim, schema_));
-      } else if (header.type == "DELETED") {
-        view_->delete_claim(std::string(claim.ns) + "/" + std::string(claim.name));
-      }
-    }
+    const WatchEventHeader header = kind_->apply_event(decoder_, line);
     if (header.type == "ERROR") {
       spdlog::warn("cluster view: watch {} ended with an error event: {} {}", name(), header.error_code,
                    header.error_message);
@@ -363,7 +187,7 @@ bool Reflector::apply_event(std::string_view line, WatchEnd& end) {
 
 Reflector::WatchEnd Reflector::watch() {
   ++counters_.watches;
-  const std::string path = std::string(this->path()) + "&watch=1&allowWatchBookmarks=true&resourceVersion=" + url_escape(resource_version_) +
+  const std::string path = std::string(kind_->path()) + "&watch=1&allowWatchBookmarks=true&resourceVersion=" + url_escape(resource_version_) +
                            "&timeoutSeconds=" + std::to_string(options_.watch_timeout.count());
   WatchEnd end = WatchEnd::kResume;
   const ApiResponse res =

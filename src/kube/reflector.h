@@ -1,7 +1,6 @@
 #pragma once
-// List-then-watch of one kind of object (pods on nodes, or nodes) into the ClusterView (and, for pods,
-// then into the placement ledger, which forgets the assumptions the watch confirms), as client-go's
-// reflector does: a paginated LIST gives a resourceVersion, a WATCH from there streams changes
+// List-then-watch of one kind of object (watched_kind.h: pods on nodes, nodes, the DRA kinds) into the
+// cluster state, as client-go's reflector does: a paginated LIST gives a resourceVersion, a WATCH from there streams changes
 // (with bookmarks), a dropped stream resumes from the last version seen, and "410 Gone" (or an ERROR
 // event) means the version is too old: list again. Failures back off exponentially, capped.
 //
@@ -16,9 +15,7 @@
 #include <vector>
 
 #include "api_client.h"
-#include "gpu_extender/kube/cluster_view.h"
-#include "gpu_extender/kube/placement_ledger.h"
-#include "gpu_extender/wire/wire.h"
+#include "watched_kind.h"
 
 namespace gpu_extender::kube {
 
@@ -36,12 +33,10 @@ struct ReflectorOptions {
 
 class Reflector {
  public:
-  // kResourceSlices, kResourceClaims, kResourceClaimTemplates: DRA (resource.k8s.io/v1, 1.34+). A server
-  // that does not serve them (404) is asked again every kNotServedRetry, the view holding none meanwhile.
-  enum class Kind { kPods, kNodes, kResourceSlices, kResourceClaims, kResourceClaimTemplates };
+  // A kind whose group a server does not serve (404: DRA before 1.34, or turned off; DeviceTaintRules
+  // before 1.37) is asked again every kNotServedRetry, the state holding none of it meanwhile.
   static constexpr std::chrono::minutes kNotServedRetry{5};
-  Reflector(Kind kind, std::shared_ptr<const ApiClient> api, std::shared_ptr<ClusterView> view,
-            std::shared_ptr<PlacementLedger> ledger, ViewSchema schema, ReflectorOptions options = {});
+  Reflector(Watched kind, std::shared_ptr<const ApiClient> api, WatchTarget target, ReflectorOptions options = {});
 
   void run();
   void stop();
@@ -71,36 +66,18 @@ class Reflector {
   void heard_from_server() { failing_since_ns_.store(0, std::memory_order_relaxed); }
   std::atomic<int64_t> failing_since_ns_{0};  // steady clock; 0: not failing
   bool list();
-  const char* path() const;  // the collection's path, with the query's start
-  bool dra() const { return kind_ != Kind::kPods && kind_ != Kind::kNodes; }
-  // What a list gives the view, all pages together (only the kind's own part is filled).
-  struct Listed {
-    std::vector<ClusterView::BoundPod> pods;
-    std::vector<std::shared_ptr<const CachedNode>> nodes;
-    std::vector<DraSlice> slices;
-    std::vector<DraClaim> claims;  // claims, or templates
-  };
-  // One page of a list, decoded into `listed`; false when it could not be read.
-  bool decode_page(const std::string& body, ListMeta& meta, Listed& listed);
-  void replace_all(Listed& listed, const ListMeta& meta);  // the view (and ledger) take a whole list
   bool not_served_ = false;  // the last list answered 404
   WatchEnd watch();
   bool apply_event(std::string_view line, WatchEnd& end);
   // An object with a field the policy reads that makes no sense (a pod's GPU memory annotation "40GB",
   // a node's memory label "lots"): counted, logged at most once a minute; what could be read counts.
-  void check_understood(const PodRequest& pod);
-  void check_understood(const NodeView& node);
-  void check_understood(const ResourceSliceView& slice);
-  void check_understood(const ResourceClaimView& claim);
   void not_understood(std::string_view what, std::string_view why);
   std::chrono::steady_clock::time_point last_not_understood_log_{};
   void sleep_for(std::chrono::milliseconds duration);
 
-  Kind kind_;
   std::shared_ptr<const ApiClient> api_;
-  std::shared_ptr<ClusterView> view_;
-  std::shared_ptr<PlacementLedger> ledger_;  // told of pods after the view
-  ViewSchema schema_;
+  std::shared_ptr<ClusterView> view_;  // touched (its last event's time) on every list and event
+  std::unique_ptr<WatchedKind> kind_;
   ReflectorOptions options_;
   std::string resource_version_;
   Counters counters_;

@@ -1,5 +1,5 @@
 // Decoding what the Kubernetes API sends: lists (one page each) and watch event lines, of pods, nodes,
-// ResourceSlices, ResourceClaims and ResourceClaimTemplates.
+// ResourceSlices, ResourceClaims, ResourceClaimTemplates and DeviceTaintRules.
 #include "decoder_impl.h"
 #include "common/case_insensitive.h"
 
@@ -167,6 +167,20 @@ ListMeta WireDecoder::decode_resource_claim_template_list(
 
 WatchEventHeader WireDecoder::decode_resource_claim_template_event(std::string_view line, ResourceClaimView& claim_template) {
   return decode_event(*impl_, line, [&](od::value object) { decode_resource_claim_template(object, claim_template); });
+}
+
+ListMeta WireDecoder::decode_device_taint_rule_list(const std::string& body,
+                                                    const std::function<void(const DeviceTaintRuleView&)>& on_rule) {
+  od::document doc = take(impl_->iterate(body), "", "a JSON object");
+  DeviceTaintRuleView rule;
+  return walk_list(doc, "a DeviceTaintRuleList", [&](od::value item) {
+    decode_device_taint_rule(item, rule);
+    on_rule(rule);
+  });
+}
+
+WatchEventHeader WireDecoder::decode_device_taint_rule_event(std::string_view line, DeviceTaintRuleView& rule) {
+  return decode_event(*impl_, line, [&](od::value object) { decode_device_taint_rule(object, rule); });
 }
 
 PodRequest WireDecoder::decode_pod_object(const std::string& body, const ViewSchema& schema) {

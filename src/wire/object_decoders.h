@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/pod_requests.h"
+#include "gpu_extender/common/device_taint_rule_view.h"
 #include "json_access.h"
 
 namespace gpu_extender::wire {
@@ -25,6 +26,9 @@ void decode_resource_slice(od::value slice, const ViewSchema& schema, ResourceSl
 void decode_resource_claim(od::value claim, ResourceClaimView& out);
 // A ResourceClaimTemplate: its name and namespace, and the requests of the claims made from it.
 void decode_resource_claim_template(od::value claim_template, ResourceClaimView& out);
+void decode_device_taint_rule(od::value rule, DeviceTaintRuleView& out);
+// A device taint ({"key","value","effect","timeAdded"}), as slices' devices and DeviceTaintRules carry it.
+DeviceTaint decode_device_taint(od::value taint, const std::string& field);
 // The "Pod" of an extender body (ExtenderArgs, ExtenderPreemptionArgs): once, not null, validated
 // throughout, errors under "Pod".
 void decode_extender_pod(od::value pod, bool& seen, const ViewSchema& schema, PodRequest& out, PodScratch& scratch);

@@ -96,14 +96,7 @@ void decode_device(od::value device, const ViewSchema& schema, std::string_view 
       });
     } else if (key == "taints") {
       for_each_item(take(f.value(), key, "an array"), std::string(key), [&](od::value t, const std::string& at) {
-        DeviceTaint taint;
-        for_each_field(t, at, [&](std::string_view mkey, auto v) {
-          if (mkey == "key") taint.key = take_string(v, at + ".key");
-          else if (mkey == "value") taint.value = take_string(v, at + ".value");
-          else if (mkey == "effect") taint.effect = take_string(v, at + ".effect");
-          else validate_value(take(v, mkey, "a value"), mkey);  // timeAdded
-        });
-        out.taints.push_back(std::move(taint));
+        out.taints.push_back(decode_device_taint(t, at));
       });
     } else {
       validate_value(take(f.value(), key, "a value"), key);
@@ -172,6 +165,17 @@ void decode_resource_slice(od::value slice, const ViewSchema& schema, ResourceSl
     }
   }
   if (out.name.empty()) throw DecodeError("metadata.name", "missing");
+}
+
+DeviceTaint decode_device_taint(od::value taint, const std::string& field) {
+  DeviceTaint out;
+  for_each_field(taint, field, [&](std::string_view key, auto v) {
+    if (key == "key") out.key = take_string(v, field + ".key");
+    else if (key == "value") out.value = take_string(v, field + ".value");
+    else if (key == "effect") out.effect = take_string(v, field + ".effect");
+    else validate_value(take(v, key, "a value"), key);  // timeAdded
+  });
+  return out;
 }
 
 }  // namespace gpu_extender::wire

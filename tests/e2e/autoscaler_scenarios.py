@@ -34,6 +34,16 @@ def karpenter_node(api, name, gpu_name, memory_mib, gpus=8):
                           "karpenter.sh/nodepool": "gpu"}, {GPU: str(gpus)})
 
 
+# What GPU Feature Discovery writes on the kwok instance types' GPUs (k8s-device-plugin's labelers; memory as
+# NVML reports it: an A100-SXM4-40GB 40960 MiB, an H100 80GB HBM3 81559 MiB).
+GFD_LABELS = {
+    "a100": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB", "nvidia.com/gpu.memory": "40960",
+             "nvidia.com/gpu.count": "8", "nvidia.com/gpu.family": "ampere", "nvidia.com/gpu.replicas": "1"},
+    "h100": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.memory": "81559",
+             "nvidia.com/gpu.count": "8", "nvidia.com/gpu.family": "hopper", "nvidia.com/gpu.replicas": "1"},
+}
+
+
 def terms_of(p):
     affinity = p["spec"].get("affinity", {}).get("nodeAffinity", {})
     return affinity.get("requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms", [])
@@ -152,6 +162,24 @@ def karpenter_launches_the_gpu_asked(env):
         assert launched == ["a100", "h100", "h100"], f"launched {launched}: one a node the extender refused"
         binds = extender.metric("gpu_extender_binds_total", result="bound")
         assert binds == 3, f"the extender bound {binds} pods, not 3"
+        # GPU Feature Discovery then runs on the launched nodes and labels them with NVML's figures (an H100
+        # 80GB reports 81559 MiB, not Karpenter's 81920), which the extender reads before Karpenter's. The
+        # same three pods, made again, land on the same nodes: no node launched is refused once GFD has run.
+        for node in karpenter.launched():
+            gpu_name = node["metadata"]["labels"]["karpenter.k8s.aws/instance-gpu-name"]
+            env.api.merge_patch(f"/api/v1/nodes/{node['metadata']['name']}", {"metadata": {"labels": GFD_LABELS[gpu_name]}})
+        for name, annotations in (("wants-h100", {"gpu.nvidia.com/model": "H100"}), ("wants-any", {}),
+                                  ("wants-80g", {"gpu.nvidia.com/memory": "81920"})):
+            env.api.delete(f"/api/v1/namespaces/{NAMESPACE}/pods/{name}", 0)
+            kube.wait_for(f"{name} to be gone", lambda n=name: n not in {
+                p["metadata"]["name"] for p in env.api.get(f"/api/v1/namespaces/{NAMESPACE}/pods")["items"]}, 60)
+            env.api.create(gpu_pod(name + "-gfd", annotations))
+            node_name = node_of(wait_pod_bound(env.api, NAMESPACE, name + "-gfd", 120))
+            labels = env.api.get(f"/api/v1/nodes/{node_name}")["metadata"]["labels"]
+            assert labels.get("nvidia.com/gpu.memory"), f"{name}-gfd went to {node_name}, which GFD did not label"
+            assert labels["karpenter.k8s.aws/instance-gpu-name"] == placed[name][0], \
+                f"{name}-gfd went to a {labels['karpenter.k8s.aws/instance-gpu-name']}, first to a {placed[name][0]}"
+        assert len(karpenter.launched()) == 3, "a node launched for a pod that a GFD-labelled node should take"
         # The gap the webhook closes: in a namespace that did not opt in, the same H100 pod makes Karpenter
         # launch the cheapest 8-GPU node, an A100, which the extender refuses; the pod stays Pending.
         unmutated = gpu_pod("no-webhook-h100", {"gpu.nvidia.com/model": "H100"})
@@ -168,7 +196,8 @@ def karpenter_launches_the_gpu_asked(env):
         if karpenter:
             karpenter.stop()
         env.api.delete(path)
-    return {"pods placed": 3, "nodes launched (with the webhook, without)": "3, 1",
+    return {"pods placed": 6, "nodes launched (with the webhook, without)": "3, 1",
+            "relabelled by GFD's figures, placed again": "3 of 3",
             "seconds to bound (h100, any, 80g)": "/".join(str(placed.get(n, ("", "-"))[1]) for n in
                                                           ("wants-h100", "wants-any", "wants-80g")),
             "seconds": time.monotonic() - started}

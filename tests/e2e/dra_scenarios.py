@@ -341,17 +341,31 @@ def dra_driver_shapes(env):
     env.api.create(claim_pod(ns, "seven-h100", claim_name="seven-h100"))
     assert node_of(wait_pod_bound(env.api, ns, "seven-h100")) == "h100-t"
 
+    # An admin drains the L40S with a DeviceTaintRule (GA, on by default, in 1.37): the extender counts it
+    # unavailable as the allocator does, and the pod below waits until the rule is deleted.
+    rules = env.minor >= 37
+    if rules:
+        env.api.create({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule", "metadata": {"name": "drain-l40s"},
+                        "spec": {"deviceSelector": {"driver": DRIVER, "pool": "l40s", "device": "gpu-0"},
+                                 "taint": {"key": "example.com/maintenance", "value": "true", "effect": "NoSchedule"}}})
+        kube.wait_for("the extender to count the DeviceTaintRule's taint", lambda: "example.com/maintenance=true:NoSchedule"
+                      in explained_facts(extender, "l40s").get("draUnavailableGpus", ""), 30)
     # Family as GFD writes it, from go-nvlib's "Ada Lovelace".
     env.api.create(claim(ns, "l40s", 1, L40S[0]))
     ada = claim_pod(ns, "l40s", claim_name="l40s")
     ada["metadata"]["annotations"] = {"gpu.nvidia.com/family": "ada-lovelace"}
     env.api.create(ada)
-    assert node_of(wait_pod_bound(env.api, ns, "l40s")) == "l40s"
+    if rules:
+        time.sleep(3)
+        assert not env.api.get(f"/api/v1/namespaces/{ns}/pods/l40s")["spec"].get("nodeName"), "placed on a drained GPU"
+        env.api.delete("/apis/resource.k8s.io/v1/devicetaintrules/drain-l40s", 0)
+    assert node_of(wait_pod_bound(env.api, ns, "l40s", timeout=90)) == "l40s"
     held["at the end"] = agree(env, extender, nodes, "at the end")
     binds = extender.metric("gpu_extender_binds_total", result="bound")
     assert binds >= 12, f"the extender bound {binds} of the 12 claim pods: they did not come through it"
     return {"pods placed": 12, "held": held, "seconds": time.monotonic() - started,
-            "device taints": "checked" if taints else f"not on 1.{env.minor} (DRADeviceTaints is alpha)"}
+            "device taints": "checked" if taints else f"not on 1.{env.minor} (DRADeviceTaints is alpha)",
+            "DeviceTaintRules": "checked" if rules else f"not on 1.{env.minor} (not in resource.k8s.io/v1 before 1.37)"}
 
 
 SCENARIOS = [dra_gpus, dra_claim_pods, dra_driver_shapes]

@@ -59,7 +59,7 @@ TEST_CASE("deploy: every object is well-formed, every container bounded and lock
   const YAML::Node* role = find(docs, "ClusterRole", "gpu-extender");
   REQUIRE(role);
   // Exactly what the code uses (rbac_test.cpp runs the binary to check it): the reflectors' list/watch of
-  // pods, nodes, ResourceSlices, ResourceClaims and ResourceClaimTemplates (group resource.k8s.io), the
+  // pods, nodes, ResourceSlices, ResourceClaims, ResourceClaimTemplates and DeviceTaintRules (group resource.k8s.io), the
   // binder's GET of a pod and POST of pods/binding (src/kube/api_binder.cpp). No events: the extender
   // records none.
   std::set<std::string> granted;
@@ -69,7 +69,8 @@ TEST_CASE("deploy: every object is well-formed, every container bounded and lock
   CHECK(granted == std::set<std::string>{"pods:get", "pods:list", "pods:watch", "nodes:list", "nodes:watch",
                                          "resourceslices:list", "resourceslices:watch", "resourceclaims:list",
                                          "resourceclaims:watch", "resourceclaimtemplates:list",
-                                         "resourceclaimtemplates:watch", "pods/binding:create"});
+                                         "resourceclaimtemplates:watch", "devicetaintrules:list",
+                                         "devicetaintrules:watch", "pods/binding:create"});
   const YAML::Node* auth = find(docs, "RoleBinding", "gpu-scheduler-extension-apiserver-authentication-reader");
   REQUIRE(auth);
   CHECK((*auth)["metadata"]["namespace"].as<std::string>() == "kube-system");

@@ -468,4 +468,20 @@ TEST_CASE("DRA: objects as NVIDIA's driver writes them get the verdicts the sche
   json burn_in = h100_pod("burn-in", 0);
   burn_in["spec"]["resourceClaims"] = {{{"name", "gpus"}, {"resourceClaimTemplateName", "burn-in"}}};
   CHECK(test_support::eventually([&] { return fits(burn_in, "dra-0"); }));
+
+  // An admin drains gpu-0 of the L40S node with a DeviceTaintRule (GA in 1.37): no longer free, and free
+  // again once the rule is deleted. A rule for another driver's devices changes nothing.
+  auto rule = [](const std::string& name, const json& selector) {
+    return json{{"apiVersion", "resource.k8s.io/v1"}, {"kind", "DeviceTaintRule"}, {"metadata", {{"name", name}}},
+                {"spec", {{"deviceSelector", selector},
+                          {"taint", {{"key", "example.com/maintenance"}, {"value", "true"}, {"effect", "NoSchedule"},
+                                     {"timeAdded", "2026-12-06T15:00:00Z"}}}}}};
+  };
+  api.put_device_taint_rule(rule("nic-drain", {{"driver", "nic.example.com"}}));
+  api.put_device_taint_rule(rule("drain-ada", {{"driver", "gpu.nvidia.com"}, {"pool", "ada-0"}, {"device", "gpu-0"}}));
+  ada["metadata"]["annotations"]["gpu.nvidia.com/family"] = "ada-lovelace";
+  CHECK(test_support::eventually([&] { return !fits(ada, "ada-0"); }));
+  CHECK(filter(ada, {"ada-0"})["FailedNodes"]["ada-0"].get<std::string>().find("GPUs free") != std::string::npos);
+  api.delete_device_taint_rule("drain-ada");
+  CHECK(test_support::eventually([&] { return fits(ada, "ada-0"); }));
 }

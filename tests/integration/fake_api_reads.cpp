@@ -87,7 +87,7 @@ json watch_event_for(const std::string& resource, const FakeApiServer::Event& e,
 // (Go's encoding of a zero Pod or Node, creationTimestamp null included).
 json bookmark(const std::string& resource, uint64_t rv) {
   json metadata = {{"resourceVersion", std::to_string(rv)}, {"creationTimestamp", nullptr}};
-  if (resource.rfind("resource", 0) == 0)  // resourceslices, resourceclaims, resourceclaimtemplates
+  if (resource.rfind("resource", 0) == 0 || resource == "devicetaintrules")  // the DRA kinds
     return {{"kind", FakeApiServer::kind_of(resource)}, {"apiVersion", "resource.k8s.io/v1"}, {"metadata", metadata},
             {"spec", json::object()}};
   if (resource == "pods")
@@ -114,7 +114,7 @@ void FakeApiServer::install_read_routes() {
   }
   // DRA (resource.k8s.io/v1): served only once a test puts a slice or a claim (before, 404: an API server
   // without DRA, before 1.34).
-  for (const std::string resource : {"resourceslices", "resourceclaims", "resourceclaimtemplates"}) {
+  for (const std::string resource : {"resourceslices", "resourceclaims", "resourceclaimtemplates", "devicetaintrules"}) {
     server_.Get("/apis/resource.k8s.io/v1/" + resource, [this, resource](const httplib::Request& req, httplib::Response& res) {
       if (!authorised(req, res) || failing(res)) return;
       if (!serves_dra_) {

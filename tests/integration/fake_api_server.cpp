@@ -167,6 +167,7 @@ const char* FakeApiServer::kind_of(const std::string& resource) {
   if (resource == "nodes") return "Node";
   if (resource == "resourceslices") return "ResourceSlice";
   if (resource == "resourceclaimtemplates") return "ResourceClaimTemplate";
+  if (resource == "devicetaintrules") return "DeviceTaintRule";
   return "ResourceClaim";
 }
 
@@ -314,7 +315,8 @@ void FakeApiServer::send_bookmarks() {
 void FakeApiServer::count(const httplib::Request& req, const httplib::Response& res) {
   std::string path = req.path;
   std::string kind;
-  for (const char* k : {"binding", "leases", "pods", "nodes", "resourceslices", "resourceclaimtemplates", "resourceclaims"})
+  for (const char* k : {"binding", "leases", "pods", "nodes", "resourceslices", "resourceclaimtemplates", "resourceclaims",
+                        "devicetaintrules"})
     if (path.find(std::string("/") + k) != std::string::npos) {
       kind = k;
       break;

@@ -66,6 +66,8 @@ class FakeApiServer {
   // group (404 before). Claims are keyed "namespace/name", slices by name.
   void put_resource_slice(json slice) { put_dra("resourceslices", std::move(slice)); }
   void delete_resource_slice(const std::string& name) { delete_dra("resourceslices", name); }
+  void put_device_taint_rule(json rule) { put_dra("devicetaintrules", std::move(rule)); }
+  void delete_device_taint_rule(const std::string& name) { delete_dra("devicetaintrules", name); }
   void put_resource_claim(json claim) { put_dra("resourceclaims", std::move(claim)); }
   void delete_resource_claim(const std::string& key) { delete_dra("resourceclaims", key); }
   void put_resource_claim_template(json t) { put_dra("resourceclaimtemplates", std::move(t)); }

@@ -282,7 +282,7 @@ std::string bind(ExtenderProcess& p, const std::string& name, const std::string&
 
 int watches_started(FakeApiServer& api) {
   int n = 0;
-  for (const char* r : {"pods", "nodes", "resourceslices", "resourceclaims", "resourceclaimtemplates"})
+  for (const char* r : {"pods", "nodes", "resourceslices", "resourceclaims", "resourceclaimtemplates", "devicetaintrules"})
     n += api.watch_requests(r);
   return n;
 }
@@ -386,6 +386,7 @@ TEST_CASE("rbac: the extender's rendered grants are exactly the API calls the bi
   CHECK(calls[Feature::kWatchAndBind].count({"", "pods/binding", "create", "ml", "trainer"}));
   CHECK(calls[Feature::kWatchAndBind].count({"", "pods", "get", "ml", "trainer"}));
   CHECK(calls[Feature::kWatchAndBind].count({"resource.k8s.io", "resourceclaimtemplates", "watch", "", ""}));
+  CHECK(calls[Feature::kWatchAndBind].count({"resource.k8s.io", "devicetaintrules", "watch", "", ""}));
   CHECK(calls[Feature::kGpuShare].count({"", "pods", "patch", "ml", "infer"}));
   for (const char* verb : {"get", "update"})
     CHECK(calls[Feature::kDeletionCosts].count({"coordination.k8s.io", "leases", verb, "gpu-extender", "gpu-extender-deletion-costs"}));

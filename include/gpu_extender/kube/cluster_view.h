@@ -60,6 +60,11 @@ class ClusterView final : public UsageSource, public NodeSource {
   void upsert_slice(DraSlice slice);
   void delete_slice(std::string_view name);
   void replace_slices(std::vector<DraSlice> slices);
+  // DeviceTaintRules (dra_inventory.h): taints on the devices they select, as their slices' own. A rule
+  // is rare and may select devices on every node: each change refreshes every node with slices.
+  void upsert_taint_rule(DraTaintRule rule);
+  void delete_taint_rule(std::string_view name);
+  void replace_taint_rules(std::vector<DraTaintRule> rules);
   // DRA ResourceClaims (dra_inventory.h): the GPUs an allocated claim holds count as used on its node,
   // each once however many claims share it; a pod the claim is reserved for or owned by no longer counts
   // its own GPU request there (a DRA extended-resource pod's nvidia.com/gpu is its claim's devices).
@@ -262,6 +267,8 @@ class ClusterView final : public UsageSource, public NodeSource {
   NodeMap nodes_;
   size_t node_objects_ = 0;
   std::unordered_map<std::string, std::string, StringHash, std::equal_to<>> slice_nodes_;  // slice name -> node
+  DraTaintRules taint_rules_;
+  void refresh_dra_nodes();  // every node with slices, after the taint rules changed
   std::unordered_map<std::string, PodEntry, StringHash, std::equal_to<>> pods_;  // by uid, bound and running
   std::unordered_map<std::string, ClaimEntry, StringHash, std::equal_to<>> claims_;  // allocated, holding GPUs
   std::unordered_map<std::string, int, StringHash, std::equal_to<>> claimed_pods_;  // uid -> claims reserved for it

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gpu_extender/common/device_taint.h"
+#include "gpu_extender/common/device_taint_rule_view.h"
 #include "gpu_extender/common/resource_claim_view.h"
 #include "gpu_extender/common/resource_slice_view.h"
 #include "gpu_extender/common/view_schema.h"
@@ -52,7 +53,22 @@ struct DraSlice {
 };
 using DraSlices = std::map<std::string, DraSlice, std::less<>>;  // a node's slices, by name
 
-// A node's physical GPUs, from all its slices: only each pool's newest generation counts.
+// A DeviceTaintRule, as the view keeps it: the devices of the schema's driver it selects (by pool and
+// device name, each unset for any) and its taint, when that prevents allocation (NoSchedule, NoExecute).
+struct DraTaintRule {
+  std::string name;
+  bool selects_any = false;  // it has a selector that admits the schema's driver, and a taint that counts
+  std::optional<std::string> pool, device;
+  DeviceTaint taint;
+  bool selects(std::string_view device_pool, std::string_view device_name) const {
+    return selects_any && (!pool || *pool == device_pool) && (!device || *device == device_name);
+  }
+  static DraTaintRule of(const DeviceTaintRuleView& rule, const ViewSchema& schema);
+};
+using DraTaintRules = std::map<std::string, DraTaintRule, std::less<>>;  // by name
+
+// A node's physical GPUs, from all its slices: only each pool's newest generation counts; a device
+// carries its slice's taints and those of the rules that select it.
 struct DraNodeGpus {
   struct Gpu {
     std::string key;  // "pool/gpu-3": its whole device's name, or for a GPU in MIG mode its parent's
@@ -68,7 +84,7 @@ struct DraNodeGpus {
   std::vector<Gpu> gpus;
   // The GPU (its key) each device ("pool/device") is part of.
   std::unordered_map<std::string, std::string> gpu_of;
-  static DraNodeGpus of(const DraSlices& slices);
+  static DraNodeGpus of(const DraSlices& slices, const DraTaintRules& rules = {});
   // "pool/device": how a device is named across pools.
   static std::string device_key(std::string_view pool, std::string_view device);
   // The GPU a claim holding a device ("pool/device") occupies: its physical GPU's key, or for a device

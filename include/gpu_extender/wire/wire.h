@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpu_extender/common/device_taint_rule_view.h"
 #include "gpu_extender/common/node_view.h"
 #include "gpu_extender/common/pod_request.h"
 #include "gpu_extender/common/resource_claim_view.h"
@@ -134,6 +135,10 @@ class WireDecoder {
   ListMeta decode_resource_claim_template_list(const std::string& body,
                                                const std::function<void(const ResourceClaimView&)>& on_template);
   WatchEventHeader decode_resource_claim_template_event(std::string_view line, ResourceClaimView& claim_template);
+  // DeviceTaintRules (resource.k8s.io/v1), the same way.
+  ListMeta decode_device_taint_rule_list(const std::string& body,
+                                         const std::function<void(const DeviceTaintRuleView&)>& on_rule);
+  WatchEventHeader decode_device_taint_rule_event(std::string_view line, DeviceTaintRuleView& rule);
   // A single Pod object (GET .../pods/NAME).
   PodRequest decode_pod_object(const std::string& body, const ViewSchema& schema);
   const PreemptionArgs& decode_preemption_args(const std::string& body, const ViewSchema& schema);

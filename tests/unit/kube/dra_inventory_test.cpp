@@ -296,6 +296,64 @@ TEST_CASE("DRA inventory: tainted GPUs are in use unless the pod's claims tolera
   CHECK(tolerations == std::vector<DeviceToleration>{{"gpu.nvidia.com/xid", "Exists", "", "NoSchedule"}});
 }
 
+namespace {
+DeviceTaintRuleView rule_view(std::string_view name, std::optional<std::string_view> pool,
+                              std::optional<std::string_view> device, std::string_view effect = "NoSchedule",
+                              std::optional<std::string_view> driver = "gpu.nvidia.com", bool has_selector = true) {
+  DeviceTaintRuleView r;
+  r.name = name;
+  r.has_selector = has_selector;
+  r.driver = driver;
+  r.pool = pool;
+  r.device = device;
+  r.taint = {"example.com/drain", "", std::string(effect)};
+  return r;
+}
+}  // namespace
+
+TEST_CASE("DRA inventory: a DeviceTaintRule taints the devices it selects, on every node, as their slices' taints do") {
+  ClusterView v;
+  for (const char* node : {"a", "b"}) {
+    v.upsert_node(bare_node(node));
+    v.upsert_slice(h100s(std::string(node) + "-s", node, 8));
+  }
+  CHECK(test_support::gpus_on(v, "a") == 0);
+  // One device of one pool.
+  v.upsert_taint_rule(DraTaintRule::of(rule_view("drain-a3", "a", "gpu-3"), kSchema));
+  CHECK(test_support::gpus_on(v, "a") == 1);
+  CHECK(test_support::gpus_on(v, "b") == 0);
+  REQUIRE(v.dra_node("a"));
+  CHECK(v.dra_node("a")->unavailable ==
+        std::vector<std::pair<std::string, std::string>>{{"a/gpu-3", "tainted example.com/drain:NoSchedule"}});
+  // A pool: all its GPUs; an empty selector: every device of every pool.
+  v.upsert_taint_rule(DraTaintRule::of(rule_view("drain-b", "b", std::nullopt, "NoExecute"), kSchema));
+  CHECK(test_support::gpus_on(v, "b") == 8);
+  v.delete_taint_rule("drain-b");
+  CHECK(test_support::gpus_on(v, "b") == 0);
+  v.upsert_taint_rule(DraTaintRule::of(rule_view("all", std::nullopt, std::nullopt, "NoSchedule", std::nullopt), kSchema));
+  CHECK(test_support::gpus_on(v, "b") == 8);
+  // The same rule changed to inform only ("None"), or to another driver's devices, or with no selector at
+  // all (which selects nothing): no GPU is kept from claims by it.
+  v.upsert_taint_rule(DraTaintRule::of(rule_view("all", std::nullopt, std::nullopt, "None", std::nullopt), kSchema));
+  CHECK(test_support::gpus_on(v, "b") == 0);
+  v.upsert_taint_rule(DraTaintRule::of(rule_view("all", std::nullopt, std::nullopt, "NoSchedule", "nic.example.com"), kSchema));
+  CHECK(test_support::gpus_on(v, "b") == 0);
+  v.upsert_taint_rule(DraTaintRule::of(rule_view("all", std::nullopt, std::nullopt, "NoSchedule", std::nullopt, false), kSchema));
+  CHECK(test_support::gpus_on(v, "b") == 0);
+  CHECK(test_support::gpus_on(v, "a") == 1);  // drain-a3 still holds
+  // A slice published after the rule carries its taint too; a relist of rules that no longer names it frees it.
+  v.upsert_node(bare_node("c"));
+  v.upsert_slice(h100s("c-s", "c", 8));
+  v.upsert_taint_rule(DraTaintRule::of(rule_view("drain-c", "c", std::nullopt), kSchema));
+  v.upsert_slice(h100s("c-s", "c", 8));
+  CHECK(test_support::gpus_on(v, "c") == 8);
+  v.replace_taint_rules({DraTaintRule::of(rule_view("drain-a3", "a", "gpu-3"), kSchema)});
+  CHECK(test_support::gpus_on(v, "c") == 0);
+  CHECK(test_support::gpus_on(v, "a") == 1);
+  v.replace_taint_rules({});
+  CHECK(test_support::gpus_on(v, "a") == 0);
+}
+
 TEST_CASE("DRA inventory: only a pool's newest generation counts") {
   ClusterView v;
   v.upsert_node(bare_node("r"));
