@@ -53,16 +53,15 @@ void ClusterView::refresh_dra_nodes() {
 
 void ClusterView::upsert_taint_rule(DraTaintRule rule) {
   std::unique_lock lock(mutex_);
-  auto at = taint_rules_.find(rule.name);
-  // A rule that selects nothing of the schema's driver, before and after, changes no node.
-  const bool mattered = at != taint_rules_.end() && at->second.selects_any;
-  if (!mattered && !rule.selects_any) {
-    if (at != taint_rules_.end()) taint_rules_.erase(at);
-    return;
+  // Only rules that select devices of the schema's driver are kept; one that selects none, before and
+  // after, changes no node.
+  const bool had = taint_rules_.erase(rule.name) > 0;
+  const bool has = rule.selects_any;
+  if (has) {
+    std::string name = rule.name;
+    taint_rules_.emplace(std::move(name), std::move(rule));
   }
-  std::string name = rule.name;
-  taint_rules_.insert_or_assign(std::move(name), std::move(rule));
-  refresh_dra_nodes();
+  if (had || has) refresh_dra_nodes();
 }
 
 void ClusterView::delete_taint_rule(std::string_view name) {

@@ -1,8 +1,9 @@
 #pragma once
 // List-then-watch of one kind of object (watched_kind.h: pods on nodes, nodes, the DRA kinds) into the
-// cluster state, as client-go's reflector does: a paginated LIST gives a resourceVersion, a WATCH from there streams changes
-// (with bookmarks), a dropped stream resumes from the last version seen, and "410 Gone" (or an ERROR
-// event) means the version is too old: list again. Failures back off exponentially, capped.
+// cluster state, as client-go's reflector does: a paginated LIST gives a resourceVersion, a WATCH from
+// there streams changes (with bookmarks), a dropped stream resumes from the last version seen, and
+// "410 Gone" (or an ERROR event) means the version is too old: list again. Failures back off
+// exponentially, capped.
 //
 // Thread-safe: run() is the loop of one dedicated thread; stop() may be called from any thread.
 #include <atomic>

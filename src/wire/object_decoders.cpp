@@ -36,7 +36,7 @@ void decode_resource_list(od::value list, const ResourceTable& table, ResourceAm
   ResourceAmounts aliased;
   for (auto f : take_object(list, "")) {
     std::string_view key = field_key(f, "");
-    const int index = table.index_of(key);
+    const auto [index, alias] = table.find(key);
     if (index < 0 && !validate_all) {
       validate_value(take(f.value(), key, "a quantity"), key);
       continue;
@@ -44,7 +44,7 @@ void decode_resource_list(od::value list, const ResourceTable& table, ResourceAm
     od::value v = take(f.value(), key, "a quantity");
     const int64_t milli = decode_quantity(v, key);
     if (index < 0) continue;
-    if (table.is_alias(key)) aliased.add(static_cast<size_t>(index), milli);
+    if (alias) aliased.add(static_cast<size_t>(index), milli);
     else out.set(static_cast<size_t>(index), milli);
   }
   out.add(aliased);

@@ -41,18 +41,18 @@ class ResourceTable {
   const std::string& name(size_t index) const { return names_[index]; }
   // Index of `name`, or -1 when it is not tracked. Resource names are case-sensitive in Kubernetes.
   // An alias is another name of a tracked resource: amounts under both add up.
-  int index_of(std::string_view name) const {
+  struct Found {
+    int index = -1;
+    bool alias = false;
+  };
+  Found find(std::string_view name) const {
     for (size_t i = 0; i < names_.size(); ++i)
-      if (names_[i] == name) return static_cast<int>(i);
+      if (names_[i] == name) return {static_cast<int>(i), false};
     for (const auto& [alias, index] : aliases_)
-      if (alias == name) return static_cast<int>(index);
-    return -1;
+      if (alias == name) return {static_cast<int>(index), true};
+    return {};
   }
-  bool is_alias(std::string_view name) const {
-    for (const auto& alias : aliases_)
-      if (alias.first == name) return true;
-    return false;
-  }
+  int index_of(std::string_view name) const { return find(name).index; }
   // DRA's implicit extended resources (deviceclass.resource.kubernetes.io/<class>, KEP-5004) are the GPU
   // resource under another name (ViewSchema::set_dra_gpu_classes). Replaces the aliases of `index`.
   void set_aliases(size_t index, const std::vector<std::string>& names) {
