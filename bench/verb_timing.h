@@ -32,7 +32,7 @@ struct VerbTimings {
 
 inline VerbTimings time_verbs(const gpu_extender::ExtenderService& service, const std::string& body) {
   using namespace gpu_extender;
-  std::shared_ptr<Workspace> ws = service.workspaces().acquire();
+  std::shared_ptr<Workspace> ws = service.workspaces(Verb::kFilter).acquire();
   ws->body.reserve(body.size() + kJsonPadding);
   ws->body.assign(body);
   auto timed = [&](Verb verb) {
@@ -68,7 +68,7 @@ inline VerbTimings time_scheduling_cycles(const gpu_extender::ExtenderService& s
                                           const std::vector<std::string>& bodies, double budget_ms = 3000) {
   using namespace gpu_extender;
   using clock = std::chrono::steady_clock;
-  std::shared_ptr<Workspace> ws = service.workspaces().acquire();
+  std::shared_ptr<Workspace> ws = service.workspaces(Verb::kFilter).acquire();
   std::vector<double> filter_ms, prioritize_ms;
   auto run = [&](Verb verb, const std::string& body) { return run_timed(service, *ws, verb, body); };
   for (const std::string& body : bodies) {  // warm-up: every body once
@@ -93,7 +93,7 @@ inline VerbTimings time_cycles_as_scheduled(const gpu_extender::ExtenderService&
                                             double budget_ms = 3000) {
   using namespace gpu_extender;
   using clock = std::chrono::steady_clock;
-  std::shared_ptr<Workspace> ws = service.workspaces().acquire();
+  std::shared_ptr<Workspace> ws = service.workspaces(Verb::kFilter).acquire();
   auto run = [&](Verb verb, const std::string& body) { return run_timed(service, *ws, verb, body); };
   std::vector<std::string> prioritize_bodies;
   for (const std::string& body : filter_bodies) {

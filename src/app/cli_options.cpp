@@ -85,9 +85,10 @@ Flags:
                          the scheduler's httpTimeout (shipped: 5s) (default 4000; 0: no gate)
   --scheduler-name NAME  /bind binds only pods with this spec.schedulerName; comma-separated
                          list (default gpu-scheduler, the shipped scheduler's name)
-  --bind-wait-ms N       /filter and /prioritize of a pod wait up to N ms for the /bind of the
-                         pod scored just before it, so that bursts are scored on the placements
-                         the scheduler has just made (default 50; 0: never wait)
+  --bind-wait-ms N       /prioritize of a pod (and /filter, where a pod in flight can change its
+                         verdicts) waits up to N ms for the /bind of the pod scored just before
+                         it, so that bursts are scored on the placements the scheduler has just
+                         made (default 50; 0: never wait)
   --view-catch-up-ms N   a /filter about to refuse every node, some on usage, hurries a watch
                          resting between batches and judges again on each change it brings (a
                          victim's deletion the scheduler has already seen), for at most N ms

@@ -58,7 +58,7 @@ void decode_victims(od::value victims_map, bool meta, const ViewSchema& schema, 
 
 }  // namespace
 
-const PreemptionArgs& WireDecoder::decode_preemption_args(const std::string& body, const ViewSchema& schema) {
+PreemptionArgs& WireDecoder::decode_preemption_args(const std::string& body, const ViewSchema& schema) {
   PreemptionArgs& args = impl_->preemption;
   args = PreemptionArgs{};
   od::document doc = take(impl_->iterate(body), "", "a JSON object");

@@ -60,16 +60,19 @@ def install(control_plane, repo, mode):
     return configs
 
 
-def loopback_scheduler_config(repo, mode, extender_port, kubeconfig, client_connection=None, with_extender=True):
+def loopback_scheduler_config(repo, mode, extender_port, kubeconfig, client_connection=None, with_extender=True,
+                              overrides=None):
     """The rendered configuration of `mode`, pointed at the extender on loopback and given a kubeconfig;
-    `client_connection`, when given, replaces the rendered client settings (qps, burst). Without the extender:
-    the same scheduler and profile with no `extenders` (a baseline for throughput)."""
+    `client_connection`, when given, replaces the rendered client settings (qps, burst); `overrides`, top-level
+    settings set over the rendered ones (percentageOfNodesToScore). Without the extender: the same scheduler and
+    profile with no `extenders` (a baseline for throughput)."""
     config_map = rendered(repo, mode, "ConfigMap", f"{SCHEDULER_NAME}-config")
     config = copy.deepcopy(yaml.safe_load(config_map["data"]["config.yaml"]))
     if not with_extender:
         del config["extenders"]
     if client_connection is not None:
         config["clientConnection"] = dict(client_connection)
+    config.update(overrides or {})
     config.setdefault("clientConnection", {})["kubeconfig"] = kubeconfig
     for extender in config.get("extenders", []):
         assert extender["urlPrefix"].startswith("http://gpu-extender.gpu-extender.svc:"), extender["urlPrefix"]
@@ -140,9 +143,11 @@ class Extender:
 class Scheduler:
     """The real kube-scheduler with a shipped configuration, as the second scheduler's Deployment runs it."""
 
-    def __init__(self, control_plane, repo, mode, extender, kubeconfig, client_connection=None, with_extender=True):
+    def __init__(self, control_plane, repo, mode, extender, kubeconfig, client_connection=None, with_extender=True,
+                 overrides=None):
         self.control_plane = control_plane
-        config = loopback_scheduler_config(repo, mode, extender.port, kubeconfig, client_connection, with_extender)
+        config = loopback_scheduler_config(repo, mode, extender.port, kubeconfig, client_connection, with_extender,
+                                           overrides)
         self.config_path = os.path.join(control_plane.work, f"scheduler-{mode}.yaml")
         with open(self.config_path, "w") as f:
             yaml.safe_dump(config, f)

@@ -24,6 +24,7 @@ import helm_scenarios  # noqa: E402
 import objects  # noqa: E402
 import plane  # noqa: E402
 import scenarios  # noqa: E402
+import throughput_scenarios  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 
@@ -100,7 +101,8 @@ def main():
                         help="Karpenter's kwok binary and its module folder, as 'BIN:DIR' (karpenter/build.sh)")
     args = parser.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="gpu-extender-e2e.")
-    every = [*scenarios.SCENARIOS, *autoscaler_scenarios.SCENARIOS, *helm_scenarios.SCENARIOS]
+    every = [*scenarios.SCENARIOS, *autoscaler_scenarios.SCENARIOS, *helm_scenarios.SCENARIOS,
+             *throughput_scenarios.SCENARIOS]
     chosen = [s for s in every if not args.only or s.__name__ in args.only.split(",")]
     if any(s in helm_scenarios.SCENARIOS for s in chosen) and not os.access(args.helm, os.X_OK):
         parser.error("the chart's scenario needs --helm (or $HELM): tests/e2e/helm/build.sh builds it")

@@ -2,7 +2,6 @@
 shipped, makes nodes and pods through the API, waits on state (never a fixed time for an outcome) and asserts
 where the real kube-scheduler put things. Each returns the figures it prints: pods placed and how long."""
 import concurrent.futures
-import re
 import time
 
 import dra_scenarios
@@ -398,46 +397,5 @@ def pod_group_cycles(env):
                 "seconds": time.monotonic() - started}
 
 
-def bind_times(log_path, offset):
-    """When kube-scheduler logged each pod bound ("Successfully bound pod to node", by its own binder or the
-    extender's /bind), from byte `offset` of its log on: seconds of the day, microseconds."""
-    with open(log_path) as log:
-        log.seek(offset)
-        stamps = re.findall(r"^I\d{4} (\d\d):(\d\d):(\d\d\.\d+) .*Successfully bound pod to node", log.read(), re.M)
-    return sorted(int(h) * 3600 + int(m) * 60 + float(sec) for h, m, sec in stamps)
-
-
-def throughput(env):
-    """500 one-GPU pods waiting when the scheduler starts, on 500 8-GPU nodes (names mode): pods placed a second
-    between the first bind and the last, for the scheduler with no extender, and with the extender binding under
-    the shipped client limits (qps 200, burst 400) and under kube-scheduler's defaults (qps 50, burst 100)."""
-    ns = "throughput"
-    ensure_namespace(env.api, ns)
-    with concurrent.futures.ThreadPoolExecutor(8) as pool:
-        list(pool.map(lambda i: gpu_node(env.api, f"node-{i:03d}"), range(500)))
-    figures = {}
-    rounds = (("no extender", None, False), ("extender, shipped limits", None, True),
-              ("extender, default limits", {}, True))
-    for k, (label, client, with_extender) in enumerate(rounds):
-        with concurrent.futures.ThreadPoolExecutor(8) as pool:
-            list(pool.map(lambda i: env.api.create(pod(ns, f"p{k}-{i:03d}", {GPU: "1"})), range(500)))
-        log_offset = env.log_size("kube-scheduler")
-        env.deploy("names", client_connection=client, with_extender=with_extender)
-        pods = wait_bound(env.api, ns, 500, timeout=300)
-        check_gpus_within_capacity(pods, 8)
-        # The scheduler logs a bind after the API answered it, so the last lines may come just after the
-        # pods show bound: wait a little for them.
-        logged = kube.wait_for(f"{label}: 500 binds in kube-scheduler's log",
-                               lambda: len(bind_times(env.scheduler.process.log_path, log_offset)) >= 500, 15)
-        times = bind_times(env.scheduler.process.log_path, log_offset)
-        assert logged and len(times) == 500, f"{label}: {len(times)} binds logged for 500 pods"
-        figures[f"pods/s ({label})"] = 499 / (times[-1] - times[0])
-        env.reset(keep_nodes=True)
-    ratio = figures["pods/s (extender, shipped limits)"] / figures["pods/s (no extender)"]
-    # 1000 through the extender; the no-extender round's 500 are the baseline, not counted.
-    return {"pods placed": 1000, **figures, "extender / no extender": f"{ratio:.2f}"}
-
-
 SCENARIOS = [placement_names, placement_full, cpu_scoring, burst, extender_restart, gpu_sharing, deletion_costs,
-             groups, groups_refused_nodes, groups_replacement, preemption, pod_group_cycles, *dra_scenarios.SCENARIOS,
-             throughput]
+             groups, groups_refused_nodes, groups_replacement, preemption, pod_group_cycles, *dra_scenarios.SCENARIOS]

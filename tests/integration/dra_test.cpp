@@ -256,6 +256,32 @@ TEST_CASE("DRA: a pod asking GPUs through its claim template is judged on the te
   CHECK(names_filter(p, by_claim("w?", "missing"))["NodeNames"] == json::array({"dra-0"}));
 }
 
+TEST_CASE("DRA: /preempt judges a pod asking GPUs through its claim template as /filter does") {
+  FakeApiServer api;
+  api.put_node(test_support::make_node("dra-0", "", 0));
+  api.put_resource_slice(h100_slice("dra-0", 8));
+  api.put_resource_claim(allocated_claim("held", {"gpu-0", "gpu-1", "gpu-2", "gpu-3"}, "uid-other"));  // 4 free
+  api.put_resource_claim_template(json::parse(
+      R"({"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaimTemplate","metadata":{"name":"six","namespace":"burst"},)"
+      R"("spec":{"spec":{"devices":{"requests":[{"name":"gpus","exactly":{"deviceClassName":"gpu.nvidia.com","count":6}}]}}}})"));
+  ExtenderProcess p(api.extender_args());
+  REQUIRE(test_support::becomes_ready(p));
+  json six = h100_pod("w6", 0);  // no nvidia.com/gpu: its 6 GPUs are in its claim
+  six["spec"]["resourceClaims"] = {{{"name", "gpus"}, {"resourceClaimTemplateName", "six"}}};
+  REQUIRE(test_support::eventually([&] {
+    return names_filter(p, six)["FailedNodes"].value("dra-0", "").find("pod requests 6") != std::string::npos;
+  }));
+  // A victim the extender does not know frees nothing it can count: with 4 of 8 free, the node is no
+  // candidate for a pod asking 6, at /preempt as at /filter (judged as asking none, it was kept).
+  const json args = {{"Pod", six},
+                     {"NodeNameToMetaVictims", {{"dra-0", {{"Pods", {{{"UID", "uid-unknown"}}}}, {"NumPDBViolations", 0}}}}}};
+  auto res = test_support::post(p, "/preempt", args.dump());
+  REQUIRE(res);
+  REQUIRE(res->status == 200);
+  INFO(res->body);
+  CHECK(json::parse(res->body)["NodeNameToMetaVictims"] == json::object());
+}
+
 TEST_CASE("DRA: a pod bound through its claim holds its GPUs before the claim's allocation shows, and once") {
   FakeApiServer api;
   api.put_node(test_support::make_node("dra-0", "", 0));

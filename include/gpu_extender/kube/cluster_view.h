@@ -127,6 +127,16 @@ class ClusterView final : public UsageSource, public NodeSource {
       return e != nullptr ? e->used : ResourceAmounts{};
     }
     uint64_t clock() const { return view_.version_clock_; }
+    // Calls visit(slot) for each change since view version `since` (a slot once per change, oldest
+    // first), so that a memo synced at `since` catches up in proportion to what changed, not to the
+    // cluster's size. False, visiting nothing, when the view has forgotten some of those changes.
+    template <typename Visit>
+    bool visit_changed_since(uint64_t since, Visit&& visit) const {
+      const uint64_t now = view_.version_clock_;
+      if (since > now || now - since > kChangeLogSize) return false;
+      for (uint64_t v = since + 1; v <= now; ++v) visit(view_.change_log_[v % kChangeLogSize]);
+      return true;
+    }
     uint64_t names_generation() const { return view_.names_generation_; }
     // Each name's slot (kNoSlot for a name the view has no entry for); `hashes`: working space.
     void find(std::span<const std::string_view> names, std::vector<uint64_t>& hashes, std::vector<uint32_t>& slots) const;
@@ -237,6 +247,7 @@ class ClusterView final : public UsageSource, public NodeSource {
   NodeMap::iterator entry_for(const std::string& name);  // created (with a slot) when missing
   void changed(const NodeEntry& entry) {
     slot_states_[entry.slot].version = ++version_clock_;
+    change_log_[version_clock_ % kChangeLogSize] = entry.slot;
     // Sequentially consistent, as change_waiters_ is: a waiter either sees the new count or is woken.
     change_count_.store(version_clock_);
     if (change_waiters_.load() > 0) wake_change_waiters();
@@ -288,6 +299,10 @@ class ClusterView final : public UsageSource, public NodeSource {
   bool names_changed_ = false;             // an entry was added or erased since index_ was built
   uint64_t names_generation_ = 1;          // changes whenever an entry (a slot) is added or erased
   uint64_t version_clock_ = 0;
+  // The slot of each of the last kChangeLogSize versions (at version % kChangeLogSize): what changed,
+  // for SlotReader::visit_changed_since. A burst of binds changes a few slots a pod; a relist all.
+  static constexpr uint64_t kChangeLogSize = 8192;
+  std::vector<uint32_t> change_log_ = std::vector<uint32_t>(kChangeLogSize, 0);
   std::vector<uint32_t> free_slots_;
   uint32_t next_slot_ = 0;
   std::atomic<int64_t> last_event_ns_{0};

@@ -126,7 +126,10 @@ class ExtenderService {
   // The same for a body held elsewhere (tests, tools): copied into a pooled workspace first.
   Reply handle(Verb verb, std::string_view body, VerbSummary& summary) const;
 
-  WorkspacePool& workspaces() const { return *workspaces_; }
+  // The pool a request of `verb` takes its workspace from. /filter and /prioritize have their own: their
+  // workspaces keep names mode's memo, and one a /bind used last (a bind rarely alone: the scheduler
+  // binds in parallel) would come to the next /filter with no memo, all its nodes to judge again.
+  WorkspacePool& workspaces(Verb verb) const;
   // The policy new requests use. Requests in flight keep the one they started with.
   std::shared_ptr<const Policy> policy() const { return parts_.policies->current(); }
   // Swaps in a new policy for new requests (see PolicyHolder::replace).
@@ -151,7 +154,7 @@ class ExtenderService {
  private:
   ServiceParts parts_;
   mutable std::atomic<bool> draining_{false};
-  std::unique_ptr<WorkspacePool> workspaces_;
+  std::unique_ptr<WorkspacePool> scheduling_workspaces_, other_workspaces_;
   std::unique_ptr<BindTracker> tracker_;
   std::unique_ptr<PreemptorMemory> preemptors_;
   mutable std::mutex shared_gpu_bind_mutex_;  // a shared GPU is chosen and assumed under it

@@ -141,7 +141,7 @@ class WireDecoder {
   WatchEventHeader decode_device_taint_rule_event(std::string_view line, DeviceTaintRuleView& rule);
   // A single Pod object (GET .../pods/NAME).
   PodRequest decode_pod_object(const std::string& body, const ViewSchema& schema);
-  const PreemptionArgs& decode_preemption_args(const std::string& body, const ViewSchema& schema);
+  PreemptionArgs& decode_preemption_args(const std::string& body, const ViewSchema& schema);
 
   struct Impl;  // the parser and buffers; defined in src/wire, opaque elsewhere
 

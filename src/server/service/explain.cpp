@@ -54,7 +54,8 @@ void add_dra_facts(const ClusterView& view, Explanation& e) {
 }  // namespace
 
 int explain(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
-  const ExtenderArgs& args = decode_args(ctx, ws, summary, false);
+  ExtenderArgs& args = decode_args(ws, summary);
+  add_claimed_gpus(ctx, args.pod);
   std::vector<NodeInput> inputs;
   std::vector<std::string_view> unknown;  // names mode: names the node cache lacks
   if (args.full_mode) {

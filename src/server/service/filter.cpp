@@ -105,7 +105,12 @@ bool worth_catching_up(const Workspace& ws, const ExtenderArgs& args) {
 }  // namespace
 
 int filter(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
-  const ExtenderArgs& args = decode_args(ctx, ws, summary, true);
+  ExtenderArgs& args = decode_args(ws, summary);
+  const bool through_claims = add_claimed_gpus(ctx, args.pod);
+  // Packing needs the pods in flight counted at /prioritize, not here: a /filter waits only when one of
+  // them can change its verdicts, so it runs while the previous pod is being bound.
+  begin_scheduling(ctx, args.pod, binds_in_flight_may_change_verdicts(args.pod, through_claims, ws.policy->schema()),
+                   summary);
   if (!args.full_mode && !ctx.parts.cluster) {
     // ExtenderFilterResult has an Error field, and the scheduler logs it (it drops non-200 bodies).
     encode_filter_error(kNoNodeCache, ws.answer);

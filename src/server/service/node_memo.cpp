@@ -16,17 +16,20 @@ void NodeMemo::lookup(const ClusterView& view, std::span<const std::string_view>
       missing.resize(size, 1);
     }
     if (synced_clock != reader.clock()) {
-      // Every slot changed since the last lookup, in slot order.
-      for (size_t slot = 0; slot < size; ++slot) {
+      auto refresh = [&](size_t slot) {
         const uint64_t v = reader.version(slot);
-        if (version[slot] == v) continue;  // versions are unique: the same state
+        if (version[slot] == v) return;  // versions are unique: the same state (or a slot seen twice)
         version[slot] = v;
         node[slot] = reader.node(slot);
         used[slot] = reader.used(slot);
         // A free slot, or a deleted node whose pods are not gone yet: no node object.
         missing[slot] = node[slot] == nullptr ? 1 : 0;
         changed.push_back(static_cast<uint32_t>(slot));
-      }
+      };
+      // The slots changed since the last lookup, from the view's change log; when the memo is new or has
+      // fallen further behind than the log reaches, every slot, in slot order.
+      if (synced_clock == 0 || !reader.visit_changed_since(synced_clock, refresh))
+        for (size_t slot = 0; slot < size; ++slot) refresh(slot);
       synced_clock = reader.clock();
     }
     generation = reader.names_generation();

@@ -22,9 +22,9 @@ namespace gpu_extender {
 //
 // The memo holds node objects the view may have replaced since, at most one per slot.
 //
-// Every slot is brought up to date at once, in one pass over the view's slots in slot order, when the
-// view changed since the memo's last lookup (`synced_clock`); a request's names then cost one byte
-// each (`missing`). kube-scheduler sends its nodes in a new order every cycle (its parallel filter),
+// The slots the view changed since the memo's last lookup (`synced_clock`) are brought up to date at
+// once, read from the view's change log (or, for a new memo or one further behind than the log, every
+// slot in slot order); a request's names then cost one byte each (`missing`). kube-scheduler sends its nodes in a new order every cycle (its parallel filter),
 // and reading a version, a node and its usage per name in that order was a cache miss per read.
 struct NodeMemo {
   static constexpr uint32_t kNoSlot = ClusterView::SlotReader::kNoSlot;

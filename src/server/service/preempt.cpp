@@ -63,7 +63,8 @@ int preempt(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
                 "remove preemptVerb from the scheduler's extender configuration or give the extender API access",
                 summary);
   }
-  const PreemptionArgs& args = ws.decoder.decode_preemption_args(ws.body, ws.policy->schema());
+  PreemptionArgs& args = ws.decoder.decode_preemption_args(ws.body, ws.policy->schema());
+  add_claimed_gpus(ctx, args.pod);  // judged as /filter judges it
   summary.pod = pod_label(args.pod);
   summary.nodes_in = args.candidates.size();
   std::string group_error;

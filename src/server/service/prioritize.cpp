@@ -65,7 +65,9 @@ void score_names_mode(const VerbContext& ctx, Workspace& ws, const ExtenderArgs&
 }  // namespace
 
 int prioritize(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
-  const ExtenderArgs& args = decode_args(ctx, ws, summary, true);
+  ExtenderArgs& args = decode_args(ws, summary);
+  add_claimed_gpus(ctx, args.pod);
+  begin_scheduling(ctx, args.pod, true, summary);  // scores rank usage: the pods in flight count
   // HostPriorityList has no Error field: a request that cannot be scored is answered with a status
   // (the scheduler ignores a failed prioritize and keeps its own scores).
   if (!args.full_mode && !ctx.parts.cluster) return fail(ws, 503, kNoNodeCache, summary);

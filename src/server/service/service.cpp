@@ -5,6 +5,7 @@
 #include "common/json_writer.h"
 #include "gpu_extender/usage/gpu_utilization.h"
 #include "gpu_extender/kube/placement_ledger.h"
+#include "gpu_extender/policy/group_plan.h"
 #include "gpu_extender/wire/wire_encode.h"
 #include "server/admission/pod_admission.h"
 #include "server/service/verb_context.h"
@@ -56,7 +57,8 @@ Verb answer_error_verb(AnswerError cause) {
 
 ExtenderService::ExtenderService(ServiceParts parts)
     : parts_(std::move(parts)),
-      workspaces_(std::make_unique<WorkspacePool>(idle_workspaces_to_keep())),
+      scheduling_workspaces_(std::make_unique<WorkspacePool>(idle_workspaces_to_keep())),
+      other_workspaces_(std::make_unique<WorkspacePool>(idle_workspaces_to_keep())),
       // Waiting for binds makes sense only where this extender binds.
       tracker_(std::make_unique<BindTracker>(parts_.binder ? parts_.bind_wait : std::chrono::milliseconds(0))),
       preemptors_(std::make_unique<PreemptorMemory>()) {
@@ -67,6 +69,10 @@ ExtenderService::ExtenderService(ServiceParts parts)
 }
 
 ExtenderService::~ExtenderService() = default;
+
+WorkspacePool& ExtenderService::workspaces(Verb verb) const {
+  return verb == Verb::kFilter || verb == Verb::kPrioritize ? *scheduling_workspaces_ : *other_workspaces_;
+}
 
 int ExtenderService::handle(Verb verb, Workspace& ws, VerbSummary& summary) const {
   ws.answer.clear();
@@ -87,7 +93,7 @@ int ExtenderService::handle(Verb verb, Workspace& ws, VerbSummary& summary) cons
 }
 
 Reply ExtenderService::handle(Verb verb, std::string_view body, VerbSummary& summary) const {
-  std::shared_ptr<Workspace> ws = workspaces_->acquire();
+  std::shared_ptr<Workspace> ws = workspaces(verb).acquire();
   ws->body.reserve(body.size() + kJsonPadding);
   ws->body.assign(body);
   Reply reply;
@@ -128,22 +134,37 @@ int fail(Workspace& ws, int status, std::string_view message, VerbSummary& summa
 
 std::string pod_label(const PodRequest& pod) { return std::string(pod.ns) + "/" + std::string(pod.name); }
 
-const ExtenderArgs& decode_args(const VerbContext& ctx, Workspace& ws, VerbSummary& summary, bool scheduling) {
+ExtenderArgs& decode_args(Workspace& ws, VerbSummary& summary) {
   ExtenderArgs& args = ws.decoder.decode_extender_args(ws.body, ws.policy->schema());
-  // A pod asking GPUs through DRA claims is judged as one asking that many of the GPU resource: every
-  // rule, packing, groups, and what /bind counts in flight until its claim's allocation shows.
-  if (ctx.parts.cluster)
-    ctx.parts.cluster->add_claimed_gpus(args.pod, args.pod.requests, &args.pod.device_tolerations);
   summary.pod = pod_label(args.pod);
   summary.nodes_in = args.node_names.size();
-  if (scheduling) {
-    if (ctx.parts.ledger) ctx.parts.ledger->remember_pending(args.pod);  // /bind will need its requests
-    // The pod scored just before this one may be on its way to /bind: judge this one on usage that
-    // counts it (usage is read after the wait).
-    summary.bind_wait_ms =
-        std::chrono::duration<double, std::milli>(ctx.tracker.wait_for_others(args.pod.uid)).count();
-  }
   return args;
+}
+
+bool add_claimed_gpus(const VerbContext& ctx, PodRequest& pod) {
+  if (!ctx.parts.cluster || pod.claims.empty()) return false;
+  const int64_t before = pod.requests.get(ViewSchema::kGpuResource);
+  ctx.parts.cluster->add_claimed_gpus(pod, pod.requests, &pod.device_tolerations);
+  return pod.requests.get(ViewSchema::kGpuResource) != before;
+}
+
+bool binds_in_flight_may_change_verdicts(const PodRequest& pod, bool asks_through_claims, const ViewSchema& schema) {
+  // The scheduler sends /filter only nodes its own resource fit passed with every pod in flight assumed,
+  // on the allocatable the count rules read too (managedResources are not ignoredByScheduler): a pod in
+  // flight can no longer change whether this pod fits by count. What the scheduler does not count the
+  // same way can: a GPU's shared memory (by device), GPUs through claims (counted by the extender's DRA
+  // view), and a group's plan (the ledger's room).
+  std::string group_error;
+  return pod.wants_shared_gpu() || asks_through_claims || group_spec_of(pod, schema, group_error).has_value() ||
+         !group_error.empty();
+}
+
+void begin_scheduling(const VerbContext& ctx, const PodRequest& pod, bool wait_for_binds, VerbSummary& summary) {
+  if (ctx.parts.ledger) ctx.parts.ledger->remember_pending(pod);  // /bind will need its requests
+  if (!wait_for_binds) return;
+  // The pod scored just before this one may be on its way to /bind: judge this one on usage that counts
+  // it (usage is read after the wait).
+  summary.bind_wait_ms = std::chrono::duration<double, std::milli>(ctx.tracker.wait_for_others(pod.uid)).count();
 }
 
 void gather_full_mode(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args) {

@@ -29,9 +29,22 @@ int fail(Workspace& ws, int status, std::string_view message, VerbSummary& summa
 
 std::string pod_label(const PodRequest& pod);  // namespace/name
 
-// Decodes ExtenderArgs. For the scheduler's own calls (`scheduling`: /filter and /prioritize, not
-// /explain) notes the pod for /bind, then waits for the bind of the pod scored just before it.
-const ExtenderArgs& decode_args(const VerbContext& ctx, Workspace& ws, VerbSummary& summary, bool scheduling);
+// Decodes ExtenderArgs from ws.body: nothing else (the steps below are each verb's own calls).
+ExtenderArgs& decode_args(Workspace& ws, VerbSummary& summary);
+
+// A pod asking GPUs through DRA claims is judged as one asking that many of the GPU resource: every rule,
+// packing, groups, preemption, and what /bind counts in flight until its claim's allocation shows. Reads
+// the view's claims into pod.requests (and the device taints they tolerate); true when the claims ask GPUs.
+bool add_claimed_gpus(const VerbContext& ctx, PodRequest& pod);
+
+// Whether a pod between /filter and /bind (in flight) can change this pod's /filter verdicts, beyond
+// what the scheduler's own resource fit has already judged with it assumed.
+bool binds_in_flight_may_change_verdicts(const PodRequest& pod, bool asks_through_claims, const ViewSchema& schema);
+
+// The scheduler's own calls (/filter, /prioritize): notes the pod for /bind, then, with `wait_for_binds`,
+// waits for the binds of the pods judged before it (BindTracker), so that it is judged on usage that
+// counts them.
+void begin_scheduling(const VerbContext& ctx, const PodRequest& pod, bool wait_for_binds, VerbSummary& summary);
 
 // Full mode: the request's nodes with their usage, in ws.full (see FullModeNodes).
 void gather_full_mode(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args);

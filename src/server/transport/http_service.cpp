@@ -139,7 +139,7 @@ HttpService::VerbAnswer HttpService::answer_verb(Verb verb, size_t declared_leng
   record.verb = verb;
   answer.request_id = record.id;
   answer.lease = std::make_shared<MemoryBudget::Lease>(budget_);
-  answer.ws = service_->workspaces().acquire();
+  answer.ws = service_->workspaces(verb).acquire();
   Workspace& ws = *answer.ws;
   const BodyRead read =
       read_body(declared_length, read_content, refused_as_too_large,

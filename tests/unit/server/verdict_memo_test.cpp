@@ -6,6 +6,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -175,6 +176,39 @@ TEST_CASE("names lookup: slots stay with their nodes, and a memo is refreshed on
   REQUIRE(slots[0] == n1);  // the slot is reused...
   CHECK(memo.version[n1] != n1_version);  // ...under a version no memo has seen
   CHECK(memo.node[n1]->view().name == "n3");
+}
+
+TEST_CASE("names lookup: a memo catches up from the view's change log, or from every slot once the log is past") {
+  ClusterView view;
+  add_bare_nodes(view, {"n1", "n2", "n3"});
+  const std::vector<std::string_view> names{"n1", "n2", "n3"};
+  NodeMemo near, far;
+  std::vector<uint32_t> slots;
+  near.lookup(view, names, slots);
+  far.lookup(view, names, slots);
+  near.changed.clear();
+  far.changed.clear();
+  ResourceAmounts one;
+  one.set(ViewSchema::kGpuResource, 1000);
+  // A few changes: the memo reads only their slots, each once, however often it changed.
+  for (int i = 0; i < 3; ++i) view.count_in_flight("n2", one, true);
+  near.lookup(view, names, slots);
+  REQUIRE(near.changed == std::vector<uint32_t>{slots[1]});
+  CHECK(near.used[slots[1]].get(ViewSchema::kGpuResource) == 3000);
+  near.changed.clear();
+  // More changes than the log holds (a relist): every slot is read, and the memo is right again.
+  for (int i = 0; i < 10000; ++i) view.count_in_flight(i % 2 == 0 ? "n1" : "n3", one, true);
+  far.lookup(view, names, slots);
+  std::vector<uint32_t> changed = far.changed;
+  std::sort(changed.begin(), changed.end());
+  std::vector<uint32_t> all = slots;
+  std::sort(all.begin(), all.end());
+  CHECK(changed == all);  // n2's change too: this memo had not seen it
+  for (size_t i = 0; i < names.size(); ++i)
+    CHECK(far.used[slots[i]].get(ViewSchema::kGpuResource) == (i == 1 ? 3000 : 5000000));
+  near.lookup(view, names, slots);
+  CHECK(near.used[slots[0]].get(ViewSchema::kGpuResource) == 5000000);
+  CHECK(near.used[slots[2]].get(ViewSchema::kGpuResource) == 5000000);
 }
 
 TEST_CASE("prioritize: the request log names the best three nodes, best first") {
