@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Peak and retained resident memory of the real binary for one request body, sent C times at once:
-# what --memory-budget-bytes is sized on (README "Reliability and security", "Memory").
+# what --memory-budget-bytes is sized on (docs/security.md, "Memory").
 #
 # Usage: bench/memory_peak.sh BODY.json [CONCURRENCY] [EXTRA SERVER FLAGS...]
 #   prints: status codes, RSS before, peak (VmHWM) and RSS one second after the answers.

@@ -8,7 +8,7 @@
 #
 # Fixed inputs, so the output is the same on every machine: release gpu-extender in namespace
 # gpu-extender, Kubernetes 1.34.4 (the oldest supported release: the scheduler's image may be older than
-# the API server, never newer; see README "Kubernetes releases" to set another), no helm test pod. TLS is
+# the API server, never newer; see docs/kubernetes-releases.md to set another), no helm test pod. TLS is
 # off in these files (HTTP behind the NetworkPolicy, as before the chart): keys made at render time
 # would be shared by everyone who applies them. Helm makes them per cluster; the cert-manager example
 # takes them from cert-manager. The e2e suite renders again and fails when a committed file is stale.
@@ -24,7 +24,7 @@ render() {  # render FILE [helm values args...]
   shift
   {
     echo "# Rendered from charts/gpu-extender by scripts/render-manifests.sh: do not edit; change the chart and"
-    echo "# run the script. kubectl apply -f this file (README \"Deploy on a cluster\")."
+    echo "# run the script. kubectl apply -f this file (docs/deploying.md)."
     echo "---"
     cat "$repo/manifests/namespace.yaml"
     "$helm" template gpu-extender "$chart" --namespace gpu-extender --kube-version 1.34.4 \

@@ -20,6 +20,10 @@ namespace {
 
 // explain, simulate, costs, probe: a tool's exit code, or -1 when argv names none.
 int run_tool(int argc, char** argv) {
+  // Installed as kubectl-gpu_extender, kubectl runs it as `kubectl gpu-extender ...`.
+  const std::string self = argv[0];
+  if (self.substr(self.rfind('/') + 1).rfind("kubectl-gpu_extender", 0) == 0)
+    return run_kubectl_plugin(std::vector<std::string>(argv + 1, argv + argc), std::cout, std::cerr);
   if (argc < 2) return -1;
   const std::string name = argv[1];
   const std::vector<std::string> args(argv + 2, argv + argc);

@@ -146,6 +146,39 @@ std::string render_explanation_table(const Explanation& e) {
   return out;
 }
 
+std::string render_explanation_words(const Explanation& e) {
+  std::string out = "Pod " + e.pod;
+  if (const NodeExplanation* best = best_node(e)) {
+    out += " fits: node " + best->node + " is the best of " + std::to_string(e.nodes.size()) + " (score " +
+           std::to_string(best->final_score) + " of 10).";
+  } else {
+    out += " fits no node: ";
+    // The refusals by rule, in order of first appearance, with the first reason each gave.
+    std::vector<std::pair<std::string, std::pair<size_t, std::string>>> by_rule;
+    for (const auto& n : e.nodes) {
+      if (n.verdict.passed()) continue;
+      auto it = std::find_if(by_rule.begin(), by_rule.end(), [&](const auto& r) { return r.first == n.verdict.rule; });
+      if (it == by_rule.end()) by_rule.push_back({std::string(n.verdict.rule), {1, n.node + ": " + n.verdict.reason}});
+      else ++it->second.first;
+    }
+    if (by_rule.empty()) out += "the cluster has no node.";
+    for (size_t i = 0; i < by_rule.size(); ++i)
+      out += (i ? "; " : "") + std::to_string(by_rule[i].second.first) + " refused by " + by_rule[i].first + " (" +
+             by_rule[i].second.second + ")";
+    if (!by_rule.empty()) out += ".";
+  }
+  if (e.group) {
+    const GroupExplanation& g = *e.group;
+    out += "\nIt is a member of " + g.group + " (" + g.constraint + "): ";
+    if (!g.error.empty()) out += g.error;
+    else if (g.plan.planned) out += "planned on " + std::to_string(g.plan.slots.size()) + " nodes";
+    else out += "not planned: " + g.plan.reason;
+    if (g.live) out += " (" + g.stage + ", " + std::to_string(g.bound) + " bound)";
+    out += ".";
+  }
+  return out + "\n";
+}
+
 std::string render_explanation_json(const Explanation& e) {
   std::string out = "{\"pod\":";
   append_json_string(out, e.pod);

@@ -24,7 +24,7 @@ From files (kubectl get -o json or -o yaml):
                          with --kubeconfig it replaces the live pods)
 
   --policy FILE          the policy (default: the embedded one)
-  --format table|json    (default table)
+  --format table|json|words   (default table; words: a few sentences, then the table)
   --help                 print this help and exit
 )";
 }  // namespace
@@ -36,7 +36,8 @@ int run_explain(const std::vector<std::string>& args, std::ostream& out, std::os
   }
   try {
     const tools::Flags flags = tools::parse_flags(
-        args, {"--args", "--pod", "--nodes", "--pods-snapshot", "--policy", "--format", "--kubeconfig"});
+        args, {"--args", "--pod", "--nodes", "--pods-snapshot", "--policy", "--format", "--kubeconfig"},
+        {"table", "json", "words"});
     const auto policy = tools::load_policy(flags);
     const ViewSchema& schema = policy->schema();
     tools::Document args_doc, pod_doc, nodes_doc;
@@ -80,7 +81,10 @@ int run_explain(const std::vector<std::string>& args, std::ostream& out, std::os
       inputs.push_back({&n, used});
     }
     const Explanation e = explain(*policy, pod, inputs);
-    out << (flags.get("--format") == "json" ? render_explanation_json(e) + "\n" : render_explanation_table(e));
+    const std::string format = flags.get("--format");
+    if (format == "json") out << render_explanation_json(e) << "\n";
+    else if (format == "words") out << render_explanation_words(e) << "\n" << render_explanation_table(e);
+    else out << render_explanation_table(e);
     return 0;
   } catch (const std::exception& e) {
     err << "gpu-extender explain: " << e.what() << "\n";

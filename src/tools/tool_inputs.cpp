@@ -1,5 +1,7 @@
 #include "tool_inputs.h"
 
+#include <algorithm>
+
 #include <stdexcept>
 
 #include "common/file_text.h"
@@ -9,7 +11,8 @@
 
 namespace gpu_extender::tools {
 
-Flags parse_flags(const std::vector<std::string>& args, const std::set<std::string>& known) {
+Flags parse_flags(const std::vector<std::string>& args, const std::set<std::string>& known,
+                  const std::vector<std::string>& formats) {
   Flags flags;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string name = args[i], value;
@@ -25,8 +28,12 @@ Flags parse_flags(const std::vector<std::string>& args, const std::set<std::stri
     if (!known.count(name)) throw std::runtime_error("unknown flag " + name);
     flags.values[name] = value;
   }
-  if (const std::string format = flags.get("--format"); !format.empty() && format != "table" && format != "json")
-    throw std::runtime_error("--format must be table or json");
+  if (const std::string format = flags.get("--format");
+      !format.empty() && std::find(formats.begin(), formats.end(), format) == formats.end()) {
+    std::string allowed;
+    for (size_t i = 0; i < formats.size(); ++i) allowed += (i == 0 ? "" : i + 1 == formats.size() ? " or " : ", ") + formats[i];
+    throw std::runtime_error("--format must be " + allowed);
+  }
   return flags;
 }
 

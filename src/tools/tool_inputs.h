@@ -23,7 +23,9 @@ struct Flags {
 };
 
 // Parses "--name value" / "--name=value" for the `known` names; throws std::runtime_error on others.
-Flags parse_flags(const std::vector<std::string>& args, const std::set<std::string>& known);
+// `formats`: the values --format may take (its first, the default).
+Flags parse_flags(const std::vector<std::string>& args, const std::set<std::string>& known,
+                  const std::vector<std::string>& formats = {"table", "json"});
 
 std::shared_ptr<const Policy> load_policy(const Flags& flags);
 

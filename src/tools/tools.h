@@ -4,6 +4,7 @@
 //   gpu-extender simulate ...   place a list of pods one after another, before deploying
 //   gpu-extender costs    ...   the pod deletion cost each placed pod should have, and why
 //   gpu-extender probe URL      GET a probe URL (helm test, exec probes: the image has no curl)
+//   kubectl-gpu_extender explain NS/POD   the binary as a kubectl plugin (kubectl_plugin.cpp)
 // Each returns the process exit code; output goes to `out`, errors (naming the file and the field) to
 // `err`. Thread-safe: no shared state.
 #include <ostream>
@@ -16,5 +17,6 @@ int run_explain(const std::vector<std::string>& args, std::ostream& out, std::os
 int run_simulate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_costs(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_probe(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int run_kubectl_plugin(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace gpu_extender

@@ -18,7 +18,9 @@ import yaml
 from objects import GPU, ensure_namespace, gpu_node, pod, wait_bound
 from scenarios import check_gpus_within_capacity
 
-NODES = PODS = 500
+# E2E_THROUGHPUT_NODES=5000 (and _PODS) for issue 55's large cluster, outside CI.
+NODES = int(os.environ.get("E2E_THROUGHPUT_NODES", "500"))
+PODS = int(os.environ.get("E2E_THROUGHPUT_PODS", "500"))
 # Every node is filtered and scored (kube-scheduler's default stops at a share of a large cluster's feasible
 # nodes), so that the extender is sent all 500 names a pod, as issue 55 measured.
 # No client-side limit: neither the scheduler's token bucket nor the extender hides the other (issue 55's runs).
@@ -79,7 +81,7 @@ def place_burst(env, k, label, client, extender_kind):
     between the first bind and the last, and the extender's CPU seconds per placed pod (None without one)."""
     ns = "throughput"
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
-        list(pool.map(lambda i: env.api.create(pod(ns, f"p{k}-{i:03d}", {GPU: "1"})), range(PODS)))
+        list(pool.map(lambda i: env.api.create(pod(ns, f"p{k}-{i:04d}", {GPU: "1"})), range(PODS)))
     log_offset = env.log_size("kube-scheduler")
     kubeconfigs = deployment.install(env.plane, env.repo, "names")
     if extender_kind == "floor":
@@ -117,14 +119,14 @@ def place_burst(env, k, label, client, extender_kind):
 
 
 def throughput(env):
-    """500 one-GPU pods waiting when the scheduler starts, on 500 8-GPU nodes (names mode): pods placed a second
+    """PODS (500) one-GPU pods waiting when the scheduler starts, on NODES (500) 8-GPU nodes (names mode): pods placed a second
     between the first bind and the last, for the scheduler with no extender, with the wire floor and with the
     extender, unthrottled (E2E_THROUGHPUT_RUNS pairs of floor and extender rounds, interleaved; medians), and with
     the extender under the shipped client limits (qps 200, burst 400) and kube-scheduler's defaults (qps 50,
     burst 100)."""
     ensure_namespace(env.api, "throughput")
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
-        list(pool.map(lambda i: gpu_node(env.api, f"node-{i:03d}"), range(NODES)))
+        list(pool.map(lambda i: gpu_node(env.api, f"node-{i:04d}"), range(NODES)))
     runs = int(os.environ.get("E2E_THROUGHPUT_RUNS", "1"))
     k = 0
     figures = {}

@@ -1,6 +1,8 @@
 // The real binary against a fake API server over TLS with a bearer token: cluster view, names mode,
 // /bind, assumed pods, token rotation, relists, /preempt.
 #include <catch2/catch.hpp>
+
+#include <unistd.h>
 #include <fstream>
 #include <thread>
 
@@ -455,6 +457,46 @@ TEST_CASE("explain: --kubeconfig and --pod NS/NAME explain a pending pod from th
   const auto missing = test_support::run_binary({"explain", "--kubeconfig", kubeconfig, "--pod", "team-a/nope"});
   CHECK(missing.exit_code == 2);
   CHECK(missing.output.find("GET /api/v1/namespaces/team-a/pods/nope: HTTP 404") != std::string::npos);
+}
+
+TEST_CASE("kubectl plugin: installed as kubectl-gpu_extender, explain NS/POD says why, from $KUBECONFIG") {
+  FakeApiServer api;
+  api.put_node(make_node("a100-busy", "A100", 4));
+  api.put_node(make_node("t4", "T4", 8));
+  api.put_pod(make_pod("default", "running", "uid-run", "a100-busy", 3));
+  json train = make_pod("team-a", "train", "uid-train", "", 2);  // asks 2 A100s: 1 is free
+  train["metadata"]["annotations"]["gpu.nvidia.com/model"] = "A100";
+  api.put_pod(train);
+  const std::string kubeconfig = api.write_kubeconfig();
+  // kubectl finds a plugin by its file name on PATH and runs it with the words after the plugin's name.
+  char folder[] = "/tmp/gpu-extender-plugin-XXXXXX";
+  REQUIRE(mkdtemp(folder) != nullptr);
+  const std::string plugin = std::string(folder) + "/kubectl-gpu_extender";
+  REQUIRE(symlink(GPU_EXTENDER_BINARY, plugin.c_str()) == 0);
+  const std::string env = "KUBECONFIG='" + kubeconfig + ":/nonexistent' ";
+
+  const auto words = test_support::run_command(env + plugin + " explain team-a/train 2>&1");
+  INFO(words.output);
+  REQUIRE(words.exit_code == 0);
+  // Words first: no node, counted by rule with a reason each; then the table.
+  CHECK(words.output.find("Pod team-a/train fits no node: ") == 0);
+  CHECK(words.output.find("1 refused by gpuCount (a100-busy: ") != std::string::npos);
+  CHECK(words.output.find("1 refused by gpuModel (t4: ") != std::string::npos);
+  CHECK(words.output.find("NODE") != std::string::npos);
+
+  const auto as_json = test_support::run_command(env + plugin + " explain train -n team-a -o json 2>&1");
+  INFO(as_json.output);
+  REQUIRE(as_json.exit_code == 0);
+  const json e = json::parse(as_json.output.substr(as_json.output.find('{')));
+  CHECK(e["pod"] == "team-a/train");
+  CHECK(e["best"].is_null());
+
+  const auto wrong = test_support::run_command(env + plugin + " explain team-a/train -o yaml 2>&1");
+  CHECK(wrong.exit_code == 2);
+  CHECK(wrong.output.find("-o takes json") != std::string::npos);
+  CHECK(test_support::run_command(plugin + " frobnicate 2>&1").output.find("unknown command frobnicate") != std::string::npos);
+  unlink(plugin.c_str());
+  rmdir(folder);
 }
 
 TEST_CASE("kube: /bind is refused on a port others reach without a client certificate, unless a flag says it is meant") {

@@ -206,7 +206,7 @@ TEST_CASE("bounds: 128 idle and 64 half-sent connections do not starve /filter o
   auto health = client.Get("/healthz");
   REQUIRE(health);
   CHECK(health->status == 200);
-  // The cost, for the record (README "Reliability and security"): a thread and a few KiB each.
+  // The cost, for the record (docs/security.md): a thread and a few KiB each.
   WARN("threads " << threads_before << " -> " << threads_held << ", resident " << rss_before << " -> " << rss_held
                   << " KiB with 192 connections held");
   for (int fd : idle) close(fd);

@@ -68,6 +68,9 @@ Explanation explain(const Policy& policy, const PodRequest& pod, std::span<const
 const NodeExplanation* best_node(const Explanation& e);
 
 std::string render_explanation_table(const Explanation& e);
+// The same in a few sentences, for a person asking why a pod is pending: where it would go, or why no
+// node takes it (the refusals counted by rule, one reason of each), and its group's plan.
+std::string render_explanation_words(const Explanation& e);
 std::string render_explanation_json(const Explanation& e);
 
 }  // namespace gpu_extender
