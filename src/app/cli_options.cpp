@@ -79,7 +79,7 @@ Flags:
   --unready-after-seconds N  /readyz answers 503 once a watch has failed this long with nothing
                          heard from the API server: the view is stale (default 90)
   --group-ttl-seconds N  how long the room planned for a pod group stays held while none of its
-                         members passes or binds (default 120; README, "Distributed jobs")
+                         members passes or binds (default 120; docs/pod-groups.md)
   --group-gate-ms N      a group member's /bind waits up to N ms for every other member to pass
                          the scheduler's filters, so that all of a group bind or none; keep it below
                          the scheduler's httpTimeout (shipped: 5s) (default 4000; 0: no gate)

@@ -1,7 +1,7 @@
 #pragma once
 // How an operation that a person may need to hear about reports its end: done, or why not, in words
 // meant for a log line or an extender answer's Error. One type for it in every layer above the wire
-// (the decoders throw DecodeError, the policy loader PolicyError: see DESIGN's picture in the README).
+// (the decoders throw DecodeError, the policy loader PolicyError: see docs/development.md, "Layout").
 //
 // [[nodiscard]]: a Status dropped on the floor is a failure nobody hears of.
 #include <string>

@@ -1,7 +1,7 @@
 #pragma once
 // Every metric the extender exports, one entry each: its id, name, type and help. The collectors
 // (metrics.cpp, group_metrics.cpp, process_metrics.cpp) name a metric by its id only, so a name or a
-// help text is written here and nowhere else; the README's metrics table is checked against this list
+// help text is written here and nowhere else; docs/observability.md's metrics table is checked against this list
 // (tests/unit/server/metric_table_test.cpp). All names start with gpu_extender_ (process_* are the
 // standard process metrics); counters end in _total; times in seconds, sizes in bytes.
 //
