@@ -92,7 +92,7 @@ class ClusterView final : public UsageSource, public NodeSource {
   void mark_nodes_synced();
   void mark_pods_synced();
 
-  // --- in flight (placement_ledger.h: only the ledger calls this) ---
+  // --- in flight (the placement ledger and its group book call this: placement_ledger.cpp, group_book.cpp) ---
   // Counts `amounts` on `node` (or stops counting them) for what the watch does not show yet: pods
   // assumed at /bind, room held for a group's members still to place. Kept across relists.
   void count_in_flight(const std::string& node, const ResourceAmounts& amounts, bool add);
@@ -107,7 +107,7 @@ class ClusterView final : public UsageSource, public NodeSource {
   bool ready() const override { return nodes_synced_ && pods_synced_; }
   void find_nodes(std::span<const std::string_view> names,
                   std::vector<std::shared_ptr<const CachedNode>>& out) const override;
-  // Names mode (server/verbs/node_memo.h): what a memo kept across requests reads of the view, by node
+  // Names mode (src/server/service/node_memo.h): what a memo kept across requests reads of the view, by node
   // slot (a small number the view gives each node for as long as it knows it), under one read lock held
   // while `read` runs. A slot's version is unique over the view's life and changes whenever its node's
   // object or usage does; the clock is the newest version given; the names generation changes whenever

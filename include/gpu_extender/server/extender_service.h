@@ -1,7 +1,7 @@
 #pragma once
 // The extender verbs as functions of a request body: decode, call the policy, encode. No HTTP here,
 // so tests and benchmarks call the same code the server runs. Each verb is a file of its own in
-// src/server/verbs/; this class holds what they share and dispatches to them.
+// src/server/service/; this class holds what they share and dispatches to them.
 //
 // Thread-safe: any number of threads may call handle() at once; each call works in its own Workspace,
 // and the policy and usage source are shared read-only.

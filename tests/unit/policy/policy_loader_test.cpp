@@ -5,7 +5,7 @@
 
 using namespace gpu_extender;
 
-TEST_CASE("policy: the embedded default is the shipped file and the behaviour of DESIGN §2") {
+TEST_CASE("policy: the embedded default is the shipped file and the behaviour of the design's worked examples") {
   CHECK(default_policy_text() == test_support::read_file(test_support::source_path("extender-config/policy.yaml")));
   const PolicyConfig c = default_policy_config();
   CHECK(c.schema.resources.name(ViewSchema::kGpuResource) == "nvidia.com/gpu");

@@ -1,4 +1,4 @@
-// The worked examples of DESIGN §2, end to end through the decoder and the default policy.
+// The worked examples of the policy (the design documents' §2, docs/policy.md), end to end through the decoder and the default policy.
 #include <catch2/catch.hpp>
 #include <map>
 
