@@ -85,7 +85,7 @@ def rows():
 def render():
     lines = ["# The gpu-extender chart", "",
              "Installs the extender and a second scheduler, `gpu-scheduler`, that calls it "
-             "([Deploying](../../docs/deploying.md) has the procedure). Every value below is checked by "
+             "(the repository's `docs/deploying.md` has the procedure). Every value below is checked by "
              "`values.schema.json`: a misspelt or mistyped value fails `helm install` naming it.", "",
              "Written by `scripts/chart-readme.py` from `values.yaml` and `values.schema.json`; "
              "`tests/docs/check_docs.py` checks it against both.", "",

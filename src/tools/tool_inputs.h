@@ -23,7 +23,7 @@ struct Flags {
 };
 
 // Parses "--name value" / "--name=value" for the `known` names; throws std::runtime_error on others.
-// `formats`: the values --format may take (its first, the default).
+// `formats`: the values --format may take (each tool says which it renders without one).
 Flags parse_flags(const std::vector<std::string>& args, const std::set<std::string>& known,
                   const std::vector<std::string>& formats = {"table", "json"});
 

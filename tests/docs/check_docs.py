@@ -7,6 +7,7 @@ flags  docs/flags.md's text block is what `gpu-extender --help` prints
 chart  charts/gpu-extender/README.md has one row per value of values.schema.json and values.yaml, both ways,
        with the schema's type, the default values.yaml holds and a description
 Prints what is wrong and exits 1."""
+import importlib
 import json
 import os
 import re
@@ -68,7 +69,7 @@ def check_flags(binary):
     if len(blocks) != 1:
         return [f"docs/flags.md: {len(blocks)} text blocks, expected the one of --help"]
     if blocks[0] != help_text:
-        return ["docs/flags.md: its block is not `gpu-extender --help` (python3 -c ... or paste the output anew)"]
+        return ["docs/flags.md: its block is not `gpu-extender --help` (paste `build/gpu-extender --help` into it anew)"]
     return []
 
 
@@ -85,14 +86,8 @@ def check_chart():
     if len(table) != len(rows):
         errors.append("charts/gpu-extender/README.md: a value listed twice")
 
-    def leaves(node, path=()):
-        if node.get("type") == "object" and "properties" in node:
-            for key, child in node["properties"].items():
-                yield from leaves(child, path + (key,))
-        else:
-            yield ".".join(path), node
-
-    schema_leaves = dict(leaves(schema))
+    writer = importlib.import_module("chart-readme")  # the table's own reading of the schema and its types
+    schema_leaves = {".".join(path): node for path, node in writer.schema_leaves(schema)}
 
     def values_leaves(node, path=()):
         dotted = ".".join(path)
@@ -113,8 +108,6 @@ def check_chart():
         errors.append(f"chart README: {path} is listed but values.schema.json has no such value")
     for path in sorted(set(table) - set(in_values)):
         errors.append(f"chart README: {path} is listed but values.yaml has no such value")
-    import importlib
-    writer = importlib.import_module("chart-readme")
     for path, (kind, default, description) in table.items():
         if path in schema_leaves and kind != writer.schema_type(schema_leaves[path]):
             errors.append(f"chart README: {path} is listed as {kind}, the schema says {writer.schema_type(schema_leaves[path])}")
