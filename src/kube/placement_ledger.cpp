@@ -5,11 +5,53 @@
 #include <unordered_set>
 
 #include "gpu_extender/common/quantity.h"
+#include "kube/bind_expectations.h"
 
 namespace gpu_extender {
 
 PlacementLedger::PlacementLedger(std::shared_ptr<ClusterView> view, LedgerOptions options)
-    : view_(std::move(view)), options_(options), groups_(view_, options.group_ttl, options.group_gate) {}
+    : view_(std::move(view)),
+      options_(options),
+      groups_(view_, options.group_ttl, options.group_gate),
+      expected_binds_(std::make_unique<BindExpectations>()) {}
+
+PlacementLedger::~PlacementLedger() = default;
+
+void PlacementLedger::expect_bind(std::string_view uid, std::chrono::milliseconds max_wait) {
+  if (max_wait.count() <= 0) return;
+  std::lock_guard lock(mutex_);
+  expected_binds_->expect(uid, Clock::now() + max_wait);
+}
+
+std::chrono::nanoseconds PlacementLedger::wait_for_binds_before(std::string_view uid) {
+  std::unique_lock lock(mutex_);
+  if (expected_binds_->empty()) return {};
+  const auto started = Clock::now();
+  bool waited = false;
+  while (true) {
+    const Clock::time_point until = expected_binds_->next_deadline_of_others(uid, Clock::now());
+    if (until == Clock::time_point::max()) break;  // nothing expected but this pod's own bind
+    waited = true;
+    bind_arrived_.wait_until(lock, until);
+  }
+  const auto took = Clock::now() - started;
+  if (waited) expected_binds_->waited(took);
+  return took;
+}
+
+void PlacementLedger::bind_answered(std::string_view uid) {
+  bool was_expected = false;
+  {
+    std::lock_guard lock(mutex_);
+    was_expected = expected_binds_->arrived(uid);
+  }
+  if (was_expected) bind_arrived_.notify_all();
+}
+
+BindWaitStats PlacementLedger::bind_wait_stats() const {
+  std::lock_guard lock(mutex_);
+  return expected_binds_->stats();
+}
 
 void PlacementLedger::remember_pending(const PodRequest& pod) {
   if (pod.uid.empty()) return;
@@ -62,7 +104,30 @@ void PlacementLedger::forget_assumed(std::string_view uid) {
 }
 
 void PlacementLedger::reserve(const PendingPod& pod, const std::string& node, const ResourceAmounts& counted) {
-  std::lock_guard lock(mutex_);
+  {
+    std::lock_guard lock(mutex_);
+    reserve_locked(pod, node, counted);
+  }
+  bind_arrived_.notify_all();
+}
+
+bool PlacementLedger::reserve_shared_gpu(const PendingPod& pod, const std::string& node, const SharedGpuPick& pick) {
+  bool picked = false;
+  {
+    std::lock_guard lock(mutex_);
+    std::vector<std::shared_ptr<const CachedNode>> found;
+    const std::string_view name = node;
+    view_->find_nodes({&name, 1}, found);
+    const std::optional<ResourceAmounts> counted = pick(found.empty() ? nullptr : found[0], view_->used_on(node));
+    if (counted) reserve_locked(pod, node, *counted);
+    else expected_binds_->arrived(pod.uid);
+    picked = counted.has_value();
+  }
+  bind_arrived_.notify_all();
+  return picked;
+}
+
+void PlacementLedger::reserve_locked(const PendingPod& pod, const std::string& node, const ResourceAmounts& counted) {
   // The watch was faster: already counted. (The watch applies pods to the view through the ledger,
   // under its lock: either the view has it now, or its event comes after this and releases it.)
   if (!view_->has_pod(pod.uid)) {
@@ -71,6 +136,7 @@ void PlacementLedger::reserve(const PendingPod& pod, const std::string& node, co
     view_->count_in_flight(node, counted, true);
   }
   groups_.reserve(pod, node);
+  expected_binds_->arrived(pod.uid);  // the verbs waiting for this bind see the pod counted
 }
 
 GroupBook::Gate PlacementLedger::wait_at_gate(const PendingPod& pod) {

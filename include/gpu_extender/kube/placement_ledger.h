@@ -4,6 +4,8 @@
 // framework's per-cycle state kept apart:
 //
 //   - pending pods: seen in /filter or /prioritize, kept for their /bind (its body names only the pod);
+//   - expected binds: pods that passed /filter or were scored, whose /bind the next pod's verbs may
+//     wait for (kube-scheduler binds asynchronously: bind_expectations.h);
 //   - assumed pods: counted on their node from /bind until the watch shows them bound (or the TTL);
 //   - pod groups (group_book.h): their plans, the room held for members still to place, the members
 //     that passed, the gate.
@@ -13,8 +15,11 @@
 //
 // Each operation is one step of what the scheduler does, atomic under the ledger's one lock:
 //
-//   /filter, /prioritize   remember_pending, admit (a group member: its group's plan)
-//   /bind                  take_pending, reserve (counted on its node, a group member's slot taken),
+//   /filter, /prioritize   remember_pending, wait_for_binds_before (the binds of the pods judged before),
+//                          admit (a group member: its group's plan), expect_bind
+//   /bind                  take_pending, reserve or reserve_shared_gpu (counted on its node, on the
+//                          device it picks for a shared GPU; a group member's slot taken; its expected
+//                          bind arrived, all in one step), or bind_answered (refused before counting),
 //                          wait_at_gate (a group member: until every member passed), then commit or
 //                          roll_back (the whole undo: the slot held again, the pod no longer counted)
 //   the watch              observe_pod, observe_deleted, observe_relist: the event or list applied to
@@ -25,6 +30,7 @@
 //
 // Lock order: the ledger's lock, then the view's; the view never calls the ledger. Thread-safe.
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -40,6 +46,16 @@
 
 namespace gpu_extender {
 
+// How often /filter and /prioritize waited for the /bind of the pod before (bind_expectations.h).
+struct BindWaitStats {
+  uint64_t waits = 0;         // requests that had to wait
+  uint64_t timeouts = 0;      // expected binds that never came
+  double waited_seconds = 0;  // total time spent waiting
+  bool enabled = true;
+};
+
+class BindExpectations;  // kube/bind_expectations.h
+
 struct LedgerOptions {
   std::chrono::milliseconds assume_ttl{30000};    // an assumed pod the watch never shows bound
   std::chrono::milliseconds pending_ttl{300000};  // a pod seen in /filter and never bound
@@ -53,11 +69,16 @@ class PlacementLedger {
   static constexpr size_t kMaxPending = 4096;
 
   explicit PlacementLedger(std::shared_ptr<ClusterView> view, LedgerOptions options = {});
+  ~PlacementLedger();
 
   // --- /filter and /prioritize ---
   // A pod seen in /filter or /prioritize: /bind needs its requests and scheduler (its body has
   // neither). Kept until its bind, for at most pending_ttl, and at most kMaxPending pods.
   void remember_pending(const PodRequest& pod);
+  // Pod `uid` passed /filter or was scored: its /bind is expected within `max_wait` (0: not at all).
+  void expect_bind(std::string_view uid, std::chrono::milliseconds max_wait);
+  // Before judging pod `uid`: waits until no other pod's bind is expected. Returns how long it waited.
+  std::chrono::nanoseconds wait_for_binds_before(std::string_view uid);
   // A group member's plan (GroupBook::admit).
   GroupBook::Admission admit(const PodRequest& pod, const GroupSpec& spec, const std::string& spec_error,
                              const Policy& policy, const GroupBook::Candidates& candidates,
@@ -68,7 +89,17 @@ class PlacementLedger {
   // Counts `counted` (the pod's requests, on its shared GPU's device) on `node` at once, until the
   // watch shows the pod bound or the assume TTL passes; a group member takes its slot there in the
   // same step (the next member's /filter must never see both the pod and the room held for it).
+  // Its expected bind has arrived in the same step: a verb waiting for it sees the pod counted.
   void reserve(const PendingPod& pod, const std::string& node, const ResourceAmounts& counted);
+  // A pod sharing a GPU by memory: `pick` chooses its device on `node` as the view has it now (the node
+  // object, null when the view has none, and its usage with everything in flight) and says what to
+  // count there; that is reserved in the same step, so two binds to one node never take the same free
+  // memory. Nothing is reserved when it picks nothing (its bind has arrived either way).
+  using SharedGpuPick = std::function<std::optional<ResourceAmounts>(
+      const std::shared_ptr<const CachedNode>& node, const std::optional<ResourceAmounts>& used)>;
+  bool reserve_shared_gpu(const PendingPod& pod, const std::string& node, const SharedGpuPick& pick);
+  // Pod `uid`'s /bind was answered without counting it (refused, or bound already): nothing to wait for.
+  void bind_answered(std::string_view uid);
   // A group member: waits until every member has passed (GroupBook::wait_at_gate). Others pass at once.
   GroupBook::Gate wait_at_gate(const PendingPod& pod);
   // The bind succeeded: the group is placed once all its members have.
@@ -99,6 +130,7 @@ class PlacementLedger {
     size_t assumed = 0, pending = 0;
     GroupBook::Stats groups;
   };
+  BindWaitStats bind_wait_stats() const;
   Stats stats() const;
   std::optional<GroupBook::Report> group_report(const std::string& key) const;
   // Called with the seconds from a group's first member to its last bind, as each group is placed.
@@ -117,6 +149,8 @@ class PlacementLedger {
     Clock::time_point seen;
   };
   void forget_assumed(std::string_view uid);  // under mutex_
+  // Under mutex_: counts `counted` on `node` until the watch confirms it; the pod's bind has arrived.
+  void reserve_locked(const PendingPod& pod, const std::string& node, const ResourceAmounts& counted);
   // Under mutex_: the assumption ends, its in-flight count added to `released` for the view to drop.
   void take_assumed(std::string_view uid, ClusterView::InFlightRelease& released);
 
@@ -126,6 +160,8 @@ class PlacementLedger {
   std::unordered_map<std::string, Assumed, StringHash, std::equal_to<>> assumed_;  // by uid
   std::unordered_map<std::string, Pending, StringHash, std::equal_to<>> pending_;  // by uid, bounded
   GroupBook groups_;                                                               // under mutex_
+  std::unique_ptr<BindExpectations> expected_binds_;                               // under mutex_
+  std::condition_variable bind_arrived_;  // an expected bind arrived (wait_for_binds_before)
 };
 
 }  // namespace gpu_extender

@@ -18,6 +18,7 @@
 
 #include "gpu_extender/kube/binder.h"
 #include "gpu_extender/kube/cluster_view.h"
+#include "gpu_extender/kube/placement_ledger.h"  // BindWaitStats
 #include "gpu_extender/policy/policy.h"
 #include "gpu_extender/policy/policy_holder.h"
 #include "gpu_extender/common/status.h"
@@ -48,7 +49,6 @@ class GpuUtilizationSource;
 class PlacementLedger; // gpu_extender/placement_ledger.h
 struct Workspace;      // server/workspace.h: one request's buffers
 class WorkspacePool;   // server/workspace.h
-class BindTracker;     // server/bind_tracker.h
 class PreemptorMemory; // server/preemptor_memory.h
 
 // What the verbs work with. Only the policy is required: without a cluster view there is no names
@@ -68,7 +68,8 @@ struct ServiceParts {
   std::shared_ptr<PlacementLedger> ledger{};
   // /bind binds only pods whose spec.schedulerName is one of these.
   std::vector<std::string> scheduler_names{"gpu-scheduler"};
-  // How long /filter and /prioritize wait for the /bind of a pod scored before (see BindTracker).
+  // How long /filter and /prioritize wait for the /bind of a pod scored before (PlacementLedger::
+  // expect_bind); only where this extender binds.
   std::chrono::milliseconds bind_wait{50};
   // How long a /filter about to refuse every node, some on usage, may wait for the watch's events on
   // their way (ClusterView::catch_up), judging again on each; 0 never waits.
@@ -104,14 +105,6 @@ struct VerbSummary {
   std::vector<std::pair<std::string, std::string>> reasons;
 };
 
-// How often /filter and /prioritize waited for the /bind of the pod before (see BindTracker).
-struct BindWaitStats {
-  uint64_t waits = 0;         // requests that had to wait
-  uint64_t timeouts = 0;      // expected binds that never came
-  double waited_seconds = 0;  // total time spent waiting
-  bool enabled = true;
-};
-
 class ExtenderService {
  public:
   explicit ExtenderService(ServiceParts parts);
@@ -142,6 +135,7 @@ class ExtenderService {
   std::string unready_reason() const;
   // Shutting down: /readyz answers 503 so that Services stop sending new requests here.
   void begin_draining() const { draining_ = true; }
+  // How often /filter and /prioritize waited for binds (the ledger's; nothing without one).
   BindWaitStats bind_wait_stats() const;
   // POST /mutate-pods (the admission webhook, server/admission/pod_admission.h): the AdmissionReview
   // answered, its status (400 for a body that is no review), and what was done, for the log.
@@ -155,9 +149,7 @@ class ExtenderService {
   ServiceParts parts_;
   mutable std::atomic<bool> draining_{false};
   std::unique_ptr<WorkspacePool> scheduling_workspaces_, other_workspaces_;
-  std::unique_ptr<BindTracker> tracker_;
   std::unique_ptr<PreemptorMemory> preemptors_;
-  mutable std::mutex shared_gpu_bind_mutex_;  // a shared GPU is chosen and assumed under it
 };
 
 }  // namespace gpu_extender

@@ -22,7 +22,7 @@ class Registry;
 
 namespace gpu_extender {
 
-// The HTTP server's connection threads and the burst bind tracker, read at each scrape.
+// The HTTP server's connection threads and the ledger's bind waits, read at each scrape.
 struct ServerCounts {
   size_t threads = 0;  // worker threads alive (the pool grows one per open connection)
   size_t busy = 0;     // serving a connection (a request, or a kept-alive wait for the next)

@@ -4,8 +4,8 @@
 // commit or roll back ends it.
 //
 // A pod that shares a GPU by memory (gpushare's protocol) gets its device here, as gpushare's extender
-// does: chosen and counted under one lock, so two binds to one node never take the same free memory
-// twice, and written into the pod's annotations for the device plugin before the Binding. Across
+// does: chosen and counted in one step of the ledger, so two binds to one node never take the same
+// free memory twice, and written into the pod's annotations for the device plugin before the Binding. Across
 // replicas the Service's ClientIP session affinity sends one scheduler's binds to one replica, and a
 // replica that takes over sees what the others bound through the watch: the pods' own annotations.
 #include <spdlog/spdlog.h>
@@ -77,31 +77,39 @@ std::array<std::string, 5> shared_gpu_annotation_names(const ViewSchema& schema)
           "ALIYUN_COM_GPU_MEM_ASSIGNED", "ALIYUN_COM_GPU_MEM_ASSUME_TIME"};
 }
 
-// The shared-GPU step: chooses the device for the pod's shared memory on args.node and reserves the
-// pod there at once; the device, and the annotations that tell the device plugin.
+// The shared-GPU step: the ledger lets the pod's device on args.node be chosen and reserved in one
+// step; the device, and the annotations that tell the device plugin.
 Status assume_on_shared_gpu(const VerbContext& ctx, const Policy& policy, const BindingArgs& args,
                             const PendingPod& pod, Binder::Annotations& annotations, int& device) {
   const std::string label = label_of(args);
-  if (!ctx.parts.cluster || !ctx.parts.ledger)
+  if (!ctx.parts.cluster || !ctx.parts.ledger) {
+    if (ctx.parts.ledger) ctx.parts.ledger->bind_answered(args.pod_uid);
     return Status::failed("cannot bind pod " + label + ": sharing a GPU needs the extender's cluster view (Kubernetes API access)");
-  std::vector<std::shared_ptr<const CachedNode>> found;
-  const std::string_view name = args.node;
-  std::lock_guard<std::mutex> lock(ctx.shared_gpu_bind_mutex);
-  ctx.parts.cluster->find_nodes({&name, 1}, found);
-  if (found.empty() || !found[0])
+  }
+  bool node_known = false;
+  std::optional<SharedGpus> gpus;
+  device = -1;
+  ctx.parts.ledger->reserve_shared_gpu(
+      pod, args.node,
+      [&](const std::shared_ptr<const CachedNode>& node, const std::optional<ResourceAmounts>& used)
+          -> std::optional<ResourceAmounts> {
+        if (!node) return std::nullopt;
+        node_known = true;
+        const NodeInput input(&node->view(), used);
+        gpus = shared_gpus(input);
+        ResourceAmounts held = pod.requests;
+        device = assign_shared_gpu(input, pod.placement, held);
+        if (device < 0) return std::nullopt;
+        return held;
+      });
+  if (!node_known)
     return Status::failed("cannot bind pod " + label + " to " + args.node + ": the node is not in the extender's node cache");
-  const std::optional<ResourceAmounts> used = ctx.parts.cluster->used_on(args.node);
-  const NodeInput input(&found[0]->view(), used);
-  const std::optional<SharedGpus> gpus = shared_gpus(input);
-  ResourceAmounts held = pod.requests;
-  device = assign_shared_gpu(input, pod.placement, held);
   const std::string& unit = policy.config().shared_gpu_memory_unit;
   const int64_t pod_units = milli_to_units_ceil(pod.requests.get(ViewSchema::kSharedGpuMemory));
   if (device < 0)
     return Status::failed("cannot bind pod " + label + " to " + args.node + ": no GPU there has " +
                           std::to_string(pod_units) + " " + unit + " free" +
                           (gpus ? " (" + describe_shared_gpus(*gpus, unit) + ")" : std::string(" (it shares none)")));
-  ctx.parts.ledger->reserve(pod, args.node, held);
   const auto now_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   const auto names = shared_gpu_annotation_names(policy.schema());
@@ -138,22 +146,21 @@ Status bind_pod(const VerbContext& ctx, const Policy& policy, const BindingArgs&
   Status refusal = Status::done();
   const std::optional<PendingPod> pod = find_pod(ctx, args, refusal);
   const bool bound_already = refusal.ok() && !pod->node_name.empty();
+  PlacementLedger* ledger = ctx.parts.ledger.get();
   if (!refusal.ok() || bound_already) {
-    ctx.tracker.bind_arrived(args.pod_uid);
+    if (ledger) ledger->bind_answered(args.pod_uid);
     summary.bind_result = refusal.ok() ? BindResult::kBound : BindResult::kRefused;
     return refusal;
   }
   // Reserve the pod on its node before the API call, so that the next pod's /filter and /prioritize
-  // (which may be waiting for this very moment) see it; a group member takes its slot in the same step.
+  // (which may be waiting for this very moment: the ledger says its bind arrived in the same step) see
+  // it; a group member takes its slot in the same step. The next pod waits for this, not for the gate.
   const bool shares_gpu = pod->requests.has(ViewSchema::kSharedGpuMemory) && pod->requests.get(ViewSchema::kSharedGpuMemory) > 0;
-  PlacementLedger* ledger = ctx.parts.ledger.get();
   Binder::Annotations device;
   int shared_gpu = -1;
   Status bound = Status::done();
   if (shares_gpu) bound = assume_on_shared_gpu(ctx, policy, args, *pod, device, shared_gpu);
   else if (ledger) ledger->reserve(*pod, args.node, pod->requests);
-  // The next pod's /filter waits for this moment (the pod counted), not for the group's gate.
-  ctx.tracker.bind_arrived(args.pod_uid);
   // A member waits at its group's gate until every member has passed: all of a group bind, or none.
   if (bound.ok() && ledger) {
     const GroupBook::Gate gate = ledger->wait_at_gate(*pod);

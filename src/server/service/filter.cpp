@@ -161,7 +161,7 @@ int filter(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
   }
   // One node passing: no /prioritize comes. A member of a native pod group binds only once the scheduler
   // has filtered the whole group against each candidate placement: nobody should wait for it.
-  if (summary.nodes_out > 0 && !args.pod.native_pod_group) ctx.tracker.expect_bind(args.pod.uid);
+  if (summary.nodes_out > 0 && !args.pod.native_pod_group) expect_bind(ctx, args.pod);
   return 200;
 }
 

@@ -93,7 +93,7 @@ int prioritize(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
   encode_host_priorities(args.node_names, scratch.scores, ws.answer, args.names_verbatim);
   summary.nodes_out = args.node_names.size();
   summary.top_scores = describe_top_scores(args, scratch.scores);
-  if (!args.node_names.empty() && !args.pod.native_pod_group) ctx.tracker.expect_bind(args.pod.uid);  // see filter
+  if (!args.node_names.empty() && !args.pod.native_pod_group) expect_bind(ctx, args.pod);  // see filter
   return 200;
 }
 

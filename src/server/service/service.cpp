@@ -1,4 +1,4 @@
-// ExtenderService: what the verbs share (parts, the bind tracker, the workspace pool), and dispatch.
+// ExtenderService: what the verbs share (parts, the workspace pools, what /preempt remembers), and dispatch.
 #include <algorithm>
 #include <thread>
 
@@ -59,8 +59,6 @@ ExtenderService::ExtenderService(ServiceParts parts)
     : parts_(std::move(parts)),
       scheduling_workspaces_(std::make_unique<WorkspacePool>(idle_workspaces_to_keep())),
       other_workspaces_(std::make_unique<WorkspacePool>(idle_workspaces_to_keep())),
-      // Waiting for binds makes sense only where this extender binds.
-      tracker_(std::make_unique<BindTracker>(parts_.binder ? parts_.bind_wait : std::chrono::milliseconds(0))),
       preemptors_(std::make_unique<PreemptorMemory>()) {
   if (!parts_.policies) parts_.policies = std::make_shared<PolicyHolder>(parts_.policy);
   if (parts_.cluster && !parts_.ledger) parts_.ledger = std::make_shared<PlacementLedger>(parts_.cluster);
@@ -77,7 +75,7 @@ WorkspacePool& ExtenderService::workspaces(Verb verb) const {
 int ExtenderService::handle(Verb verb, Workspace& ws, VerbSummary& summary) const {
   ws.answer.clear();
   ws.policy = parts_.policies->current();
-  const verbs::VerbContext ctx{parts_, *tracker_, *preemptors_, shared_gpu_bind_mutex_};
+  const verbs::VerbContext ctx{parts_, *preemptors_};
   try {
     switch (verb) {
       case Verb::kFilter: return verbs::filter(ctx, ws, summary);
@@ -109,7 +107,9 @@ std::string ExtenderService::unready_reason() const {
   return "";
 }
 
-BindWaitStats ExtenderService::bind_wait_stats() const { return tracker_->stats(); }
+BindWaitStats ExtenderService::bind_wait_stats() const {
+  return parts_.ledger ? parts_.ledger->bind_wait_stats() : BindWaitStats{};
+}
 
 ExtenderService::AdmissionReply ExtenderService::admit(const std::string& review) const {
   const std::shared_ptr<const Policy> policy = parts_.policies->current();
@@ -164,7 +164,14 @@ void begin_scheduling(const VerbContext& ctx, const PodRequest& pod, bool wait_f
   if (!wait_for_binds) return;
   // The pod scored just before this one may be on its way to /bind: judge this one on usage that counts
   // it (usage is read after the wait).
-  summary.bind_wait_ms = std::chrono::duration<double, std::milli>(ctx.tracker.wait_for_others(pod.uid)).count();
+  if (ctx.parts.ledger)
+    summary.bind_wait_ms =
+        std::chrono::duration<double, std::milli>(ctx.parts.ledger->wait_for_binds_before(pod.uid)).count();
+}
+
+void expect_bind(const VerbContext& ctx, const PodRequest& pod) {
+  // Waiting for binds makes sense only where this extender binds.
+  if (ctx.parts.ledger && ctx.parts.binder) ctx.parts.ledger->expect_bind(pod.uid, ctx.parts.bind_wait);
 }
 
 void gather_full_mode(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args) {

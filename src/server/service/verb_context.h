@@ -1,11 +1,9 @@
 #pragma once
 // What every verb works with, and the steps several verbs share. Internal to the verbs.
-#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "gpu_extender/server/extender_service.h"
-#include "server/service/bind_tracker.h"
 #include "server/service/preemptor_memory.h"
 #include "server/service/workspace.h"
 
@@ -14,9 +12,7 @@ namespace gpu_extender::verbs {
 // The service's parts, lent to one verb call.
 struct VerbContext {
   const ServiceParts& parts;
-  BindTracker& tracker;
   PreemptorMemory& preemptors;  // /preempt remembers, /filter reads
-  std::mutex& shared_gpu_bind_mutex;  // a shared GPU is chosen and assumed under it (bind.cpp)
 };
 
 inline constexpr std::string_view kNoNodeCache =
@@ -42,9 +38,12 @@ bool add_claimed_gpus(const VerbContext& ctx, PodRequest& pod);
 bool binds_in_flight_may_change_verdicts(const PodRequest& pod, bool asks_through_claims, const ViewSchema& schema);
 
 // The scheduler's own calls (/filter, /prioritize): notes the pod for /bind, then, with `wait_for_binds`,
-// waits for the binds of the pods judged before it (BindTracker), so that it is judged on usage that
-// counts them.
+// waits for the binds of the pods judged before it (PlacementLedger::wait_for_binds_before), so that it
+// is judged on usage that counts them.
 void begin_scheduling(const VerbContext& ctx, const PodRequest& pod, bool wait_for_binds, VerbSummary& summary);
+// The pod passed /filter or was scored: its /bind is expected, and the next pod's verbs that must see it
+// wait for it (only where this extender binds, for at most the bind wait).
+void expect_bind(const VerbContext& ctx, const PodRequest& pod);
 
 // Full mode: the request's nodes with their usage, in ws.full (see FullModeNodes).
 void gather_full_mode(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args);

@@ -145,3 +145,59 @@ TEST_CASE("placement ledger: the smallest shared GPU memory a pending pod asks")
   f.ledger.take_pending("b");
   CHECK(f.ledger.smallest_pending_shared_gpu_memory() == 8);
 }
+
+TEST_CASE("placement ledger: a verb waiting for the binds before it sees the pod counted when it goes on") {
+  Fixture f;
+  f.view->upsert_node(test_support::gpu_node("n1", "A100", "40960", 8));
+  f.ledger.expect_bind("a", 5s);
+  CHECK(f.ledger.wait_for_binds_before("a") < 1s);  // its own bind: nothing to wait for
+  std::atomic<int64_t> seen{-1};
+  std::thread waiter([&] {
+    f.ledger.wait_for_binds_before("b");
+    seen = gpus_on(*f.view, "n1");
+  });
+  std::this_thread::sleep_for(50ms);  // the waiter is blocked (a bind that arrives sooner is fine too)
+  CHECK(seen == -1);
+  f.reserve("a", "n1", 3);  // "a"'s /bind: counted, and its arrival said, in one step
+  waiter.join();
+  CHECK(seen == 3);
+  CHECK(f.ledger.bind_wait_stats().waits == 1);
+  CHECK(f.ledger.bind_wait_stats().timeouts == 0);
+}
+
+TEST_CASE("placement ledger: a bind that never comes stops being waited for, and a refused one at once") {
+  Fixture f;
+  f.ledger.expect_bind("a", 30ms);
+  const auto waited = f.ledger.wait_for_binds_before("b");
+  CHECK(waited >= 25ms);
+  CHECK(waited < 5s);
+  CHECK(f.ledger.bind_wait_stats().timeouts == 1);
+  f.ledger.expect_bind("c", 5s);
+  f.ledger.bind_answered("c");  // refused before it was counted: nobody waits for it
+  CHECK(f.ledger.wait_for_binds_before("b") < 1s);
+  f.ledger.expect_bind("d", 0ms);  // no bind wait configured: nothing is expected
+  CHECK(f.ledger.wait_for_binds_before("b") < 1s);
+}
+
+TEST_CASE("placement ledger: a shared GPU's pick sees what the picks before it reserved") {
+  Fixture f;
+  f.view->upsert_node(test_support::gpu_node("n1", "A100", "40960", 8));
+  std::vector<int64_t> seen;
+  auto pick = [&](const std::shared_ptr<const CachedNode>& node, const std::optional<ResourceAmounts>& used)
+      -> std::optional<ResourceAmounts> {
+    if (!node) return std::nullopt;
+    seen.push_back(used ? used->get(ViewSchema::kGpuResource) / 1000 : 0);
+    ResourceAmounts counted;
+    counted.add(ViewSchema::kGpuResource, 1000);
+    return counted;
+  };
+  const PendingPod a = PendingPod::of(watched_pod("a", "", 1, "Pending"));
+  const PendingPod b = PendingPod::of(watched_pod("b", "", 1, "Pending"));
+  CHECK(f.ledger.reserve_shared_gpu(a, "n1", pick));
+  CHECK(f.ledger.reserve_shared_gpu(b, "n1", pick));
+  CHECK(seen == std::vector<int64_t>{0, 1});
+  CHECK(gpus_on(*f.view, "n1") == 2);
+  CHECK_FALSE(f.ledger.reserve_shared_gpu(b, "no-such-node", pick));  // no node object: nothing reserved
+  f.ledger.roll_back(b);
+  CHECK(gpus_on(*f.view, "n1") == 1);
+}
