@@ -2,6 +2,10 @@
 // resourceVersion): one leader at a time, release on stop, takeover after a holder stops renewing.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <mutex>
+#include <optional>
+
 #include "../unit/test_support.h"
 #include "api_client_support.h"
 #include "fake_api_server.h"
@@ -67,15 +71,41 @@ TEST_CASE("lease: a holder that stops renewing (a crash) is taken over once the 
   a.stop(false);  // gone without releasing, as a killed process
   const json before = api.lease("gpu-extender", "gpu-extender-deletion-costs");
   REQUIRE(before["spec"]["holderIdentity"] == "replica-a");
-  kube::LeaseElector b(test_support::api_client_for(api), fast("replica-b"));
+  // Past the expiry a's record states (its renewTime plus its duration) before b first reads it: what
+  // keeps b from taking the lease at its first read is then b's own clock alone, which counts the
+  // lease's duration from when b saw the record (lease_elector.h), not the record's times.
+  REQUIRE(eventually([&] {
+    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    return now > test_support::lease_expiry(api, kNs, kLease);
+  }));
+  // b's requests up to the moment it leads, counted when it starts leading (the callback runs on b's
+  // thread, right after the update that took the lease; the fake counts a request as it arrives).
   const size_t requests_before = api.seen_tokens().size();
+  std::mutex mutex;
+  std::optional<size_t> requests_to_lead;
+  std::chrono::steady_clock::time_point led_at;
+  kube::LeaseElector b(test_support::api_client_for(api), fast("replica-b"), [&](bool leading) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!leading || requests_to_lead) return;
+    requests_to_lead = api.seen_tokens().size() - requests_before;
+    led_at = std::chrono::steady_clock::now();
+  });
+  const auto started = std::chrono::steady_clock::now();
   b.start();
-  // b has read the lease (its first request) while the lease is still a's: it must not take it.
-  REQUIRE(eventually([&] { return api.seen_tokens().size() > requests_before; }));
-  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  if (now < test_support::lease_expiry(api, kNs, kLease)) CHECK_FALSE(b.leader());
-  else WARN("the machine was too slow to see b try within the lease's duration");
-  REQUIRE(eventually([&] { return b.leader(); }));
+  REQUIRE(eventually([&] {
+    std::lock_guard<std::mutex> lock(mutex);
+    return requests_to_lead.has_value();  // set once b leads (leader() turns true a moment before)
+  }));
+  CHECK(b.leader());
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    // Its first read only noted a's record: the lease was taken by the update after a later read.
+    CHECK(*requests_to_lead >= 3);
+    // And no sooner than the lease's duration after b started, so after its first read. Neither depends
+    // on the machine's speed: b's first read never takes the lease, and a slower machine only makes b
+    // lead later.
+    CHECK(led_at - started >= fast("replica-b").lease_duration);
+  }
   const json after = api.lease("gpu-extender", "gpu-extender-deletion-costs");
   CHECK(after["spec"]["holderIdentity"] == "replica-b");
   CHECK(after["spec"]["leaseTransitions"] == 1);

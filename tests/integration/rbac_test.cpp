@@ -5,155 +5,36 @@
 // file (manifests/gpu-extender.yaml and manifests/examples/*.yaml):
 // (a) each call of the features the file turns on is granted to the extender's service account there;
 // (b) each (group, resource, verb[, name]) of each rule bound to that account is used by such a call.
-// The second scheduler's rules are upstream's (scheduler-rbac.yaml); only their leases are checked here.
+// The second scheduler's rules are upstream's (scheduler-rbac.yaml); only their leases are checked, in
+// rbac_scheduler_lease_test.cpp.
 #include <httplib.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
-#include <sstream>
 #include <thread>
-#include <tuple>
 
 #include "../unit/test_support.h"
 #include "deploy_support.h"
 #include "extender_process.h"
 #include "fake_api_server.h"
 #include "http_support.h"
+#include "rbac_support.h"
 
 using nlohmann::json;
 using test_support::eventually;
 using test_support::ExtenderProcess;
 using test_support::FakeApiServer;
 using namespace deploy_support;
+using namespace rbac_support;
 
 namespace {
 
 constexpr auto kPatience = std::chrono::seconds(20);
-
-// The attributes RBAC authorizes a request by (a resource request; the extender makes no other).
-struct Access {
-  std::string group, resource, verb, ns, name;  // ns "": cluster-scoped or across all namespaces
-  bool operator<(const Access& o) const {
-    return std::tie(group, resource, verb, ns, name) < std::tie(o.group, o.resource, o.verb, o.ns, o.name);
-  }
-  std::string describe() const {
-    return verb + " " + (group.empty() ? "core" : group) + "/" + resource + (name.empty() ? "" : " " + name) +
-           (ns.empty() ? "" : " in " + ns);
-  }
-};
-
-std::vector<std::string> split(const std::string& text, char by) {
-  std::vector<std::string> parts;
-  std::stringstream in(text);
-  for (std::string part; std::getline(in, part, by);)
-    if (!part.empty()) parts.push_back(part);
-  return parts;
-}
-
-// A recorded call ("METHOD /path", " watch" after a watch) as kube-apiserver's request-info resolver
-// reads it: /api/v1/... is the core group, /apis/GROUP/VERSION/... another; then optionally
-// namespaces/NS, the resource, its name and a subresource. GET of a name is get, of a collection list
-// (watch with watch=true), POST create, PUT update, PATCH patch, DELETE delete.
-Access access_of(const std::string& call) {
-  const std::vector<std::string> words = split(call, ' ');
-  REQUIRE(words.size() >= 2);
-  const std::string& method = words[0];
-  const bool watch = words.size() == 3 && words[2] == "watch";
-  std::vector<std::string> s = split(words[1], '/');
-  INFO(call);
-  REQUIRE(s.size() >= 3);
-  Access a;
-  size_t at = 0;
-  if (s[0] == "api") {
-    at = 2;
-  } else {
-    REQUIRE(s[0] == "apis");
-    a.group = s[1];
-    at = 3;
-  }
-  std::vector<std::string> rest(s.begin() + static_cast<long>(at), s.end());
-  REQUIRE(!rest.empty());
-  if (rest[0] == "namespaces" && rest.size() >= 3) {
-    a.ns = rest[1];
-    rest.erase(rest.begin(), rest.begin() + 2);
-  }
-  a.resource = rest[0];
-  if (rest.size() >= 2) a.name = rest[1];
-  if (rest.size() >= 3) a.resource += "/" + rest[2];
-  if (method == "GET") a.verb = !a.name.empty() ? "get" : watch ? "watch" : "list";
-  else if (method == "POST") a.verb = "create";
-  else if (method == "PUT") a.verb = "update";
-  else if (method == "PATCH") a.verb = "patch";
-  else if (method == "DELETE") a.verb = a.name.empty() ? "deletecollection" : "delete";
-  else FAIL("a method RBAC has no verb for: " << call);
-  return a;
-}
-
-// A rule bound to the extender's account, where it holds: everywhere (a ClusterRoleBinding) or in
-// one namespace (a RoleBinding).
-struct Grant {
-  YAML::Node rule;
-  std::string scope;  // "": every namespace and the cluster
-  std::string from;   // the role's kind and name
-};
-
-bool has(const YAML::Node& list, const std::string& value) {
-  for (const auto& v : list)
-    if (v.as<std::string>() == value || v.as<std::string>() == "*") return true;
-  return false;
-}
-
-bool allows(const Grant& g, const Access& a) {
-  if (!g.scope.empty() && g.scope != a.ns) return false;
-  if (!has(g.rule["apiGroups"], a.group) || !has(g.rule["resources"], a.resource) || !has(g.rule["verbs"], a.verb))
-    return false;
-  // resourceNames restrict to requests naming one of them: never a create, list or watch of a collection.
-  return !g.rule["resourceNames"] || (!a.name.empty() && has(g.rule["resourceNames"], a.name));
-}
-
-bool is_subject(const YAML::Node& binding, const std::string& account, const std::string& ns) {
-  for (const auto& s : binding["subjects"])
-    if (s["kind"].as<std::string>() == "ServiceAccount" && s["name"].as<std::string>() == account &&
-        s["namespace"].as<std::string>() == ns)
-      return true;
-  return false;
-}
-
-const YAML::Node* named(const std::vector<YAML::Node>& docs, const std::string& kind, const std::string& name,
-                        const std::string& ns = "") {
-  for (const auto& d : docs)
-    if (d["kind"].as<std::string>() == kind && d["metadata"]["name"].as<std::string>() == name &&
-        (ns.empty() || d["metadata"]["namespace"].as<std::string>() == ns))
-      return &d;
-  return nullptr;
-}
-
-// Every rule bound to the service account the pods of `deployment` run as, of the roles the file holds;
-// the others (the cluster's own, such as system:volume-scheduler) named in `elsewhere`.
-std::vector<Grant> grants_of(const std::vector<YAML::Node>& docs, const YAML::Node& deployment,
-                             std::set<std::string>& elsewhere) {
-  const std::string account = deployment["spec"]["template"]["spec"]["serviceAccountName"].as<std::string>();
-  const std::string ns = deployment["metadata"]["namespace"].as<std::string>();
-  std::vector<Grant> out;
-  for (const auto& b : docs) {
-    const std::string kind = b["kind"].as<std::string>();
-    if ((kind != "ClusterRoleBinding" && kind != "RoleBinding") || !is_subject(b, account, ns)) continue;
-    const std::string role_kind = b["roleRef"]["kind"].as<std::string>();
-    const std::string role_name = b["roleRef"]["name"].as<std::string>();
-    const std::string scope = kind == "RoleBinding" ? b["metadata"]["namespace"].as<std::string>() : "";
-    const YAML::Node* role = named(docs, role_kind, role_name, role_kind == "Role" ? scope : "");
-    if (!role) {
-      elsewhere.insert(role_kind + " " + role_name);
-      continue;
-    }
-    for (const auto& rule : (*role)["rules"]) out.push_back({rule, scope, role_kind + " " + role_name});
-  }
-  return out;
-}
 
 // The features that reach the API server, each run apart so that its calls are known as its own.
 enum class Feature { kWatchAndBind, kGpuShare, kDeletionCosts, kDcgm };
@@ -439,45 +320,3 @@ TEST_CASE("rbac: the extender's rendered grants are exactly the API calls the bi
   CHECK(seen.size() == 4);  // each feature's calls were checked against some file
 }
 
-TEST_CASE("rbac: the second scheduler has no cluster-wide lease rights, only its own lease") {
-  for (const std::string& file : {std::string(""), std::string("dra-claims"), std::string("full-mode-groups")}) {
-    INFO((file.empty() ? "manifests/gpu-extender.yaml" : "manifests/examples/" + file + ".yaml"));
-    const auto docs = rendered_manifests(file);
-    const YAML::Node* scheduler = named(docs, "Deployment", "gpu-scheduler");
-    const YAML::Node* config_map = named(docs, "ConfigMap", "gpu-scheduler-config");
-    REQUIRE((scheduler && config_map));
-    const YAML::Node election = YAML::Load((*config_map)["data"]["config.yaml"].as<std::string>())["leaderElection"];
-    const std::string lease = election["resourceName"].as<std::string>();
-    const std::string lease_ns = election["resourceNamespace"].as<std::string>();
-    std::set<std::string> elsewhere;
-    const std::vector<Grant> grants = grants_of(docs, *scheduler, elsewhere);
-    REQUIRE(!grants.empty());
-    // Upstream's roles it is bound to besides: volume binding (PersistentVolumes, their claims,
-    // StorageClasses) and the authentication ConfigMap in kube-system; neither holds a lease.
-    CHECK(elsewhere == std::set<std::string>{"ClusterRole system:volume-scheduler",
-                                             "Role extension-apiserver-authentication-reader"});
-    auto granted = [&](const Access& a) {
-      return std::any_of(grants.begin(), grants.end(), [&](const Grant& g) { return allows(g, a); });
-    };
-    for (const auto& b : docs)
-      if (b["kind"].as<std::string>() == "ClusterRoleBinding" && is_subject(b, "gpu-scheduler", "gpu-extender"))
-        CHECK(b["roleRef"]["name"].as<std::string>() != "system:kube-scheduler");  // it grants kube-system's lease
-    // Nothing of coordination.k8s.io everywhere: the default scheduler's lease, or anyone's, is out of reach.
-    for (const Grant& g : grants)
-      if (g.scope.empty()) {
-        INFO(g.from);
-        CHECK_FALSE(has(g.rule["apiGroups"], "coordination.k8s.io"));
-      }
-    for (const char* verb : {"get", "update", "create", "delete"})
-      CHECK_FALSE(granted({"coordination.k8s.io", "leases", verb, "kube-system", "kube-scheduler"}));
-    // Its own lease: made, read and renewed, where its configuration keeps it; no other lease there.
-    CHECK(granted({"coordination.k8s.io", "leases", "create", lease_ns, ""}));
-    CHECK(granted({"coordination.k8s.io", "leases", "get", lease_ns, lease}));
-    CHECK(granted({"coordination.k8s.io", "leases", "update", lease_ns, lease}));
-    CHECK_FALSE(granted({"coordination.k8s.io", "leases", "update", lease_ns, "gpu-extender-deletion-costs"}));
-    // What it schedules with stays: binding pods, reading what they use, the DRA allocation.
-    CHECK(granted({"", "pods/binding", "create", "ml", "p"}));
-    CHECK(granted({"", "nodes", "watch", "", ""}));
-    CHECK(granted({"resource.k8s.io", "resourceclaims/status", "update", "ml", "c"}));
-  }
-}

@@ -1,6 +1,6 @@
 #pragma once
 // Every built-in rule, one line each: the name the policy file gives it, and the constructor its own
-// file in this folder defines. A new rule is its file, its test (tests/unit/policy/), and one line here;
+// file in this folder defines. A new rule is its file, its test (tests/unit/policy/rules/), and one line here;
 // the build finds both files by their folder.
 //
 // X-macros, so that the declarations (rules.h) and the registry (registry.cpp) come from this one list.

@@ -2,7 +2,7 @@
 // Every metric the extender exports, one entry each: its id, name, type and help. The collectors
 // (metrics.cpp, group_metrics.cpp, process_metrics.cpp) name a metric by its id only, so a name or a
 // help text is written here and nowhere else; docs/observability.md's metrics table is checked against this list
-// (tests/unit/server/metric_table_test.cpp). All names start with gpu_extender_ (process_* are the
+// (tests/unit/server/observability/metric_table_test.cpp). All names start with gpu_extender_ (process_* are the
 // standard process metrics); counters end in _total; times in seconds, sizes in bytes.
 //
 // An X-macro, as rules/rule_table.h, so that the id enum and the specs come from this one list.

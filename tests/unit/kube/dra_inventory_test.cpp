@@ -5,80 +5,13 @@
 // in place of the node's labels and allocatable, whatever comes first.
 #include <catch2/catch.hpp>
 
-#include <list>
-
-#include "../test_support.h"
-#include "gpu_extender/kube/cluster_view.h"
+#include "dra_inventory_support.h"
+#include "test_support.h"
 
 using namespace gpu_extender;
+using namespace dra_inventory_support;
 
 namespace {
-constexpr int64_t kMiB = int64_t{1} << 20;
-const ViewSchema kSchema;
-
-// Devices as the driver's deviceinfo.go writes them. The strings live as long as the test (literals, or
-// the `keep` list), since DraDeviceView holds views.
-std::list<std::string>& keep() {
-  static std::list<std::string> strings;
-  return strings;
-}
-std::string_view kept(std::string s) { return keep().emplace_back(std::move(s)); }
-std::string pci_of(int minor) { return "0000:" + std::to_string(0x10 + minor) + ":00.0"; }
-
-DraDeviceView device(std::string name, std::string_view type, std::optional<std::string> pci_bus_id = {}) {
-  DraDeviceView d;
-  d.name = kept(std::move(name));
-  d.type = type;
-  if (pci_bus_id) d.pci_bus_id = kept(std::move(*pci_bus_id));
-  return d;
-}
-DraDeviceView whole_gpu(int minor, std::string_view product = "NVIDIA H100 80GB HBM3",
-                        std::string_view architecture = "Hopper", int64_t memory_mib = 81559) {
-  DraDeviceView d = device("gpu-" + std::to_string(minor), "gpu", pci_of(minor));
-  d.model = product;
-  d.architecture = architecture;
-  d.memory_bytes = memory_mib * kMiB;
-  d.uuid = kept("GPU-uuid-" + std::to_string(minor));
-  return d;
-}
-// A MIG device of GPU `minor` (in MIG mode: no whole device published for it), profile 1g.10gb.
-DraDeviceView mig_device(int minor, int start, std::string_view product = "NVIDIA A100-SXM4-80GB") {
-  DraDeviceView d = device("gpu-" + std::to_string(minor) + "-mig-1g10gb-19-" + std::to_string(start), "mig", pci_of(minor));
-  d.model = product;
-  d.architecture = "Ampere";
-  d.memory_bytes = 9728 * kMiB;
-  d.uuid = kept("MIG-uuid-" + std::to_string(minor) + "-" + std::to_string(start));
-  d.parent_uuid = kept("GPU-uuid-" + std::to_string(minor));
-  return d;
-}
-
-ResourceSliceView slice_view(std::string_view name, std::string_view node, std::vector<DraDeviceView> devices,
-                             int64_t generation = 1, int64_t slices_in_pool = 1) {
-  ResourceSliceView s;
-  s.name = name;
-  s.node_name = node;
-  s.driver = "gpu.nvidia.com";
-  s.pool = node;  // the driver's pool is its node
-  s.pool_generation = generation;
-  s.pool_slice_count = slices_in_pool;
-  s.devices = std::move(devices);
-  return s;
-}
-DraSlice slice_of(std::string_view name, std::string_view node, std::vector<DraDeviceView> devices,
-                  int64_t generation = 1, int64_t slices_in_pool = 1) {
-  return DraSlice::of(slice_view(name, node, std::move(devices), generation, slices_in_pool), kSchema);
-}
-DraSlice h100s(std::string_view name, std::string_view node, int gpus, int64_t memory_mib = 81559, int first = 0) {
-  std::vector<DraDeviceView> devices;
-  for (int i = first; i < first + gpus; ++i) devices.push_back(whole_gpu(i, "NVIDIA H100 80GB HBM3", "Hopper", memory_mib));
-  return slice_of(name, node, std::move(devices));
-}
-
-NodeView bare_node(std::string_view name) {  // a DRA node: no GPU labels, no nvidia.com/gpu allocatable
-  NodeView n;
-  n.name = name;
-  return n;
-}
 std::shared_ptr<const CachedNode> find(const ClusterView& v, std::string_view name) {
   std::vector<std::shared_ptr<const CachedNode>> out;
   v.find_nodes({&name, 1}, out);
@@ -86,29 +19,6 @@ std::shared_ptr<const CachedNode> find(const ClusterView& v, std::string_view na
 }
 int64_t gpu_count_of(const ClusterView& v, std::string_view node) {
   return find(v, node)->view().allocatable.get(ViewSchema::kGpuResource) / 1000;
-}
-DraClaim claim_of(const std::string& key, const std::string& node, std::vector<std::string> devices,
-                  std::vector<std::string> pods = {}) {
-  DraClaim c;
-  c.key = key;
-  c.node = node;
-  c.pods = std::move(pods);
-  for (auto& d : devices) c.devices.push_back({node, std::move(d)});
-  return c;
-}
-DraResultView result(std::string_view device, bool admin_access = false) {
-  DraResultView r;
-  r.driver = "gpu.nvidia.com";
-  r.pool = "dra-0";
-  r.device = device;
-  r.admin_access = admin_access;
-  return r;
-}
-DraRequestView request(std::string_view device_class, int64_t count = 1) {
-  DraRequestView r;
-  r.device_class = device_class;
-  r.count = count;
-  return r;
 }
 }  // namespace
 
@@ -377,112 +287,4 @@ TEST_CASE("DRA inventory: only a pool's newest generation counts") {
   v.upsert_slice(other_half);
   CHECK(gpu_count_of(v, "r") == 8);
   CHECK(test_support::gpus_on(v, "r") == 0);
-}
-
-TEST_CASE("DRA claims: a held GPU counts once, a partition occupies its parent, a claim may come first") {
-  ClusterView v;
-  v.upsert_node(bare_node("dra-0"));
-  v.upsert_claim(claim_of("a/early", "dra-0", {"gpu-0"}));  // before the slices: named as itself
-  CHECK(test_support::gpus_on(v, "dra-0") == 1);
-  v.upsert_slice(slice_of("s1", "dra-0", {whole_gpu(0), whole_gpu(1), mig_device(1, 0), mig_device(1, 1)}));
-  CHECK(test_support::gpus_on(v, "dra-0") == 1);
-  // Two partitions of gpu-1 held by two claims: gpu-1 is occupied, once.
-  v.upsert_claim(claim_of("a/mig-0", "dra-0", {"gpu-1-mig-1g10gb-19-0"}));
-  v.upsert_claim(claim_of("a/mig-1", "dra-0", {"gpu-1-mig-1g10gb-19-1"}));
-  CHECK(test_support::gpus_on(v, "dra-0") == 2);
-  v.delete_claim("a/mig-0");
-  CHECK(test_support::gpus_on(v, "dra-0") == 2);
-  v.delete_claim("a/mig-1");
-  CHECK(test_support::gpus_on(v, "dra-0") == 1);
-  // Unallocated (no node) or of another driver (no devices kept): nothing held.
-  v.upsert_claim(claim_of("a/pending", "", {"gpu-1"}));
-  v.upsert_claim(claim_of("a/nic", "dra-0", {}));
-  CHECK(test_support::gpus_on(v, "dra-0") == 1);
-  const ClusterView::DraStats stats = v.dra_stats();
-  CHECK(stats.claims == 1);
-  CHECK(stats.held_gpus == 1);
-  CHECK(stats.gpus == 2);
-  const auto node = v.dra_node("dra-0");
-  REQUIRE(node);
-  CHECK(node->held == std::vector<std::pair<std::string, std::string>>{{"dra-0/gpu-0", "a/early"}});
-}
-
-TEST_CASE("DRA claims: results with adminAccess hold nothing, requests with it ask nothing") {
-  // A monitoring claim over every GPU of the node, as DCGM-style tools claim devices.
-  ResourceClaimView monitor;
-  monitor.ns = "monitoring";
-  monitor.name = "dcgm";
-  monitor.node = "dra-0";
-  for (const char* device : {"gpu-0", "gpu-1", "gpu-2", "gpu-3"})
-    monitor.results.push_back(result(device, true));
-  monitor.requests = {request("gpu.nvidia.com")};
-  monitor.requests[0].all = monitor.requests[0].admin_access = true;
-  const DraClaim claim = DraClaim::of(monitor, kSchema);
-  CHECK(claim.devices.empty());
-  CHECK(claim.requested_gpus == 0);
-  ClusterView v;
-  v.upsert_node(bare_node("dra-0"));
-  v.upsert_slice(h100s("s", "dra-0", 4));
-  v.upsert_claim(claim);
-  CHECK(test_support::gpus_on(v, "dra-0") == 0);
-  // Beside it, an ordinary claim on gpu-0 holds gpu-0.
-  ResourceClaimView train = monitor;
-  train.name = "train";
-  train.results = {result("gpu-0")};
-  train.requests = {request("gpu.nvidia.com")};
-  v.upsert_claim(DraClaim::of(train, kSchema));
-  CHECK(test_support::gpus_on(v, "dra-0") == 1);
-}
-
-TEST_CASE("DRA claims: the pod a claim serves counts its devices, not its GPU request, whichever comes first") {
-  ClusterView v;
-  v.upsert_node(bare_node("dra-0"));
-  v.upsert_slice(h100s("s1", "dra-0", 8));
-  const PodRequest pod = test_support::watched_pod("uid-ext", "dra-0", 2);
-  v.upsert_pod(pod);
-  CHECK(test_support::gpus_on(v, "dra-0") == 2);
-  v.upsert_claim(claim_of("a/ext", "dra-0", {"gpu-0", "gpu-1"}, {"uid-ext"}));
-  CHECK(test_support::gpus_on(v, "dra-0") == 2);
-  v.delete_pod("uid-ext");  // the pod is gone before its claim
-  CHECK(test_support::gpus_on(v, "dra-0") == 2);
-  v.delete_claim("a/ext");
-  CHECK(test_support::gpus_on(v, "dra-0") == 0);
-  // The claim first, then the pod (a relist of pods after the claims).
-  v.replace_claims({claim_of("a/ext", "dra-0", {"gpu-0", "gpu-1"}, {"uid-ext"})});
-  v.replace_pods({{"uid-ext", "dra-0", pod.requests, nullptr, ""}});
-  CHECK(test_support::gpus_on(v, "dra-0") == 2);
-  v.replace_claims({});
-  CHECK(test_support::gpus_on(v, "dra-0") == 2);  // the pod's own request counts again
-}
-
-TEST_CASE("DRA claims: the GPUs a pod asks through its claims, by claim or by template, in its namespace") {
-  ClusterView v;
-  DraClaim by_template = claim_of("train/two-h100", "", {});
-  by_template.requested_gpus = 2;
-  v.upsert_claim_template(by_template);
-  DraClaim shared = claim_of("train/pool", "", {});
-  shared.requested_gpus = 4;
-  v.upsert_claim(shared);  // not allocated yet: asks, holds nothing
-  PodRequest pod;
-  pod.ns = "train";
-  pod.claims = {{"", "two-h100"}, {"pool", ""}, {"unknown", ""}};
-  CHECK(v.claimed_gpus_of(pod) == 6);
-  CHECK(test_support::gpus_on(v, "dra-0") == 0);
-  pod.ns = "other";
-  CHECK(v.claimed_gpus_of(pod) == 0);
-  pod.ns = "train";
-  v.delete_claim_template("train/two-h100");
-  v.replace_claims({});
-  CHECK(v.claimed_gpus_of(pod) == 0);
-
-  // What DraClaim::of counts: requests of a GPU class, not All, alternatives or a share of a device.
-  ResourceClaimView view;
-  view.ns = "train";
-  view.name = "t";
-  view.requests = {request("gpu.nvidia.com", 2), request("gpu.nvidia.com"), request("nic.example.com"),
-                   request("gpu.nvidia.com"), request("gpu.nvidia.com")};
-  view.requests[1].all = true;
-  view.requests[3].alternatives = true;
-  view.requests[4].share = true;
-  CHECK(DraClaim::of(view, ViewSchema{}).requested_gpus == 2);
 }

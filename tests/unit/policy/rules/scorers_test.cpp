@@ -1,7 +1,7 @@
 // gpuFit, gpuIdle and resourcePacking: the formulas of the design documents.
 #include <catch2/catch.hpp>
 
-#include "rule_support.h"
+#include "policy/rule_support.h"
 
 using namespace gpu_extender;
 using rule_support::score;

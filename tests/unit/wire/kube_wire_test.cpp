@@ -1,10 +1,8 @@
-// Decoding API lists and watch events; encoding the Binding and the preemption result.
+// Decoding API lists and watch events; the preemption arguments and result.
 #include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
 
-#include "../test_support.h"
 #include "gpu_extender/wire/wire_encode.h"
-#include "kube/api_binder.h"
+#include "test_support.h"
 
 using namespace gpu_extender;
 
@@ -52,14 +50,6 @@ TEST_CASE("lists: items and the continue token of a page") {
   CHECK(names == std::vector<std::string>{"a", "b"});
   CHECK(meta.resource_version == "9");
   CHECK(meta.continue_token == "abc");
-}
-
-TEST_CASE("binding: the v1.Binding body") {
-  BindingArgs args{"p", "ns", "uid-1", "node-a"};
-  const auto binding = nlohmann::json::parse(kube::binding_json(args));
-  CHECK(binding == nlohmann::json::parse(
-                       R"({"apiVersion":"v1","kind":"Binding","metadata":{"name":"p","namespace":"ns","uid":"uid-1"},
-                           "target":{"apiVersion":"v1","kind":"Node","name":"node-a"}})"));
 }
 
 TEST_CASE("preemption: full victims decode to requests, the answer is always meta victims") {

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "rule_support.h"
+#include "policy/rule_support.h"
 
 using namespace gpu_extender;
 using rule_support::check;

@@ -10,6 +10,8 @@
 #include <string>
 #include <thread>
 
+#include "test_support.h"
+
 namespace {
 
 using gpu_extender::BatchedLogSink;
@@ -52,6 +54,9 @@ TEST_CASE("batched log sink: info lines wait for their batch, then all are writt
   auto sink = std::make_shared<BatchedLogSink>(pipe.write_end, 10min, size_t{1} << 20);
   auto logger = logger_on(sink);
   for (int i = 0; i < 100; ++i) logger->info("line {}", i);
+  // A fixed wait, on purpose: what is checked is a write that does NOT happen, and that has no event to
+  // wait for. The writer wakes at a batch's first line; 50 ms is far longer than it takes to write, so a
+  // sink that wrote each line at once (or the batch's start) would have written by then.
   std::this_thread::sleep_for(50ms);
   CHECK(pipe.drain().empty());  // the batch lasts ten minutes: nothing written yet
   sink->flush();
@@ -67,11 +72,10 @@ TEST_CASE("batched log sink: a warning is written at once, with the lines before
   logger->info("before");
   logger->warn("trouble");
   std::string text;
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (text.find("trouble") == std::string::npos && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(1ms);
+  CHECK(test_support::eventually([&] {
     text += pipe.drain();
-  }
+    return text.find("trouble") != std::string::npos;
+  }, 10s));  // the batch lasts ten minutes: only the warning can have it written
   CHECK(text == "info before\nwarning trouble\n");
 }
 
@@ -81,11 +85,10 @@ TEST_CASE("batched log sink: a short batch is written without a flush") {
   auto logger = logger_on(sink);
   logger->info("soon");
   std::string text;
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (text.empty() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(1ms);
+  CHECK(test_support::eventually([&] {
     text += pipe.drain();
-  }
+    return !text.empty();
+  }, 10s));
   CHECK(text == "info soon\n");
 }
 
