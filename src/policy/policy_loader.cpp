@@ -201,7 +201,7 @@ void apply_groups(const YAML::Node& root, const Reader& in, ViewSchema& schema) 
   }
 }
 
-// Sections prometheus, sharing, deletionCost and scoreScaling.
+// Sections prometheus, sharing, deletionCost, scoreScaling and scoreBaseline.
 void apply_settings(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
   if (const YAML::Node n = root["prometheus"]) {
     in.only_keys(n, "prometheus", {"gpuUtilizationQuery"});
@@ -225,6 +225,13 @@ void apply_settings(const YAML::Node& root, const Reader& in, PolicyConfig& conf
     if (scaling == "ordered") config.score_scaling = ScoreScaling::kOrdered;
     else if (scaling == "proportional") config.score_scaling = ScoreScaling::kProportional;
     else in.fail("scoreScaling", "expected ordered or proportional, not \"" + scaling + "\"");
+  }
+  if (root["scoreBaseline"]) {
+    std::string baseline;
+    in.string_at(root, "scoreBaseline", "", baseline);
+    if (baseline == "lowest") config.score_baseline = ScoreBaseline::kLowest;
+    else if (baseline == "zero") config.score_baseline = ScoreBaseline::kZero;
+    else in.fail("scoreBaseline", "expected lowest or zero, not \"" + baseline + "\"");
   }
 }
 
@@ -250,7 +257,7 @@ void apply(const YAML::Node& root, const Reader& in, PolicyConfig& config) {
   if (!root || root.IsNull()) return;
   in.only_keys(root, "",
                {"resources", "nodeLabels", "nodeAnnotations", "podAnnotations", "filters", "scorers", "scoreScaling",
-                "prometheus", "sharing", "deletionCost", "topology", "groups", "dra"});
+                "scoreBaseline", "prometheus", "sharing", "deletionCost", "topology", "groups", "dra"});
   apply_resources(root, in, config.schema);
   apply_names(root, in, config.schema);
   apply_dra(root, in, config.schema);

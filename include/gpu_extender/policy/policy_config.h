@@ -29,6 +29,16 @@ enum class ScoreScaling {
   kProportional,  // best node 10, the others in proportion (kube-scheduler's NormalizeScore)
 };
 
+// What /prioritize answers for the nodes it was sent (prioritize.cpp).
+enum class ScoreBaseline {
+  // Every node's score less the lowest of the request's: kube-scheduler adds an extender's score to
+  // every node's total, so the same amount taken from every node ranks none differently, and the nodes
+  // at the lowest then score 0 and are left out of the answer (to the scheduler, 0). A burst of pods
+  // on 5,000 equal nodes is answered with a few entries instead of 5,000 it decodes pod after pod.
+  kLowest,
+  kZero,  // the scaled scores as they are: every node above 0 listed
+};
+
 // Pod deletion costs (deletion_cost.h), kept with --deletion-costs.
 struct DeletionCostPolicy {
   int buckets = 10;         // fullness 0..1 in this many steps; full is bucket `buckets`
@@ -40,6 +50,7 @@ struct PolicyConfig {
   std::vector<std::string> filters;
   std::vector<ScorerSpec> scorers;
   ScoreScaling score_scaling = ScoreScaling::kOrdered;
+  ScoreBaseline score_baseline = ScoreBaseline::kLowest;
   // PromQL for live GPU utilisation (with --prometheus-url): per node, percent 0..100.
   std::string gpu_utilization_query;
   // GPU sharing: the unit of the shared GPU memory resource, as the device plugin reports it (GiB, or

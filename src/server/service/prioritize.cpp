@@ -1,6 +1,8 @@
 // POST /prioritize: a score 0..10 for every node sent, from the nodes that pass the filter scored
-// together; a node that fails it scores 0. The answer lists the nodes that score above 0 (see
+// together; a node that fails it scores 0. With scoreBaseline lowest (the default) the lowest score of
+// the request is taken from every node's. The answer lists the nodes that score above 0 (see
 // encode_host_priorities: to the scheduler a node left out scores 0).
+#include <algorithm>
 #include <array>
 
 #include "gpu_extender/wire/wire_encode.h"
@@ -89,6 +91,13 @@ int prioritize(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
     scratch.scores.assign(args.node_names.size(), 0);
     for (size_t i = 0; i < scratch.scores.size(); ++i)
       if (scratch.place[i] != PrioritizeScratch::kNotScored) scratch.scores[i] = scratch.sheet.final[scratch.place[i]];
+  }
+  if (ws.policy->config().score_baseline == ScoreBaseline::kLowest && !scratch.scores.empty()) {
+    // The scheduler ranks nodes by their totals: the same amount off every node's score changes no
+    // rank, and the nodes at the lowest (every node, in a burst on an empty cluster) leave the answer.
+    const int64_t lowest = *std::min_element(scratch.scores.begin(), scratch.scores.end());
+    if (lowest > 0)
+      for (int64_t& score : scratch.scores) score -= lowest;
   }
   encode_host_priorities(args.node_names, scratch.scores, ws.answer, args.names_verbatim);
   summary.nodes_out = args.node_names.size();

@@ -84,6 +84,13 @@ TEST_CASE("policy: unknown or repeated rule names are refused when building") {
   CHECK_THROWS_WITH(Policy::build(c), Catch::StartsWith("f.yaml: scorers: unknown scorer \"fastest\""));
 }
 
+TEST_CASE("policy: scoreBaseline is lowest or zero, and nothing else") {
+  CHECK(parse_policy("scoreBaseline: zero", "s.yaml").score_baseline == ScoreBaseline::kZero);
+  CHECK(parse_policy("scoreBaseline: lowest", "s.yaml").score_baseline == ScoreBaseline::kLowest);
+  CHECK_THROWS_WITH(parse_policy("scoreBaseline: min", "s.yaml"),
+                    "s.yaml: scoreBaseline: expected lowest or zero, not \"min\"");
+}
+
 TEST_CASE("policy: scoreScaling chooses between ordered and proportional scores") {
   CHECK(default_policy_config().score_scaling == ScoreScaling::kOrdered);
   PolicyConfig c = parse_policy("scoreScaling: proportional", "s.yaml");

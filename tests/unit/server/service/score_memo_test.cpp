@@ -52,7 +52,11 @@ std::pair<std::string, std::string> cycle(const ExtenderService& service, const 
 }  // namespace
 
 TEST_CASE("score memo: kept scores and remembered lists answer as a fresh workspace does, as usage changes") {
-  auto policy = Policy::build(default_policy_config());
+  // Scores as they are (scoreBaseline: zero): by the end only one node passes, and under the default
+  // baseline the one node sent scores 0 and leaves the answer, which this test reads.
+  PolicyConfig config = default_policy_config();
+  config.score_baseline = ScoreBaseline::kZero;
+  auto policy = Policy::build(config);
   auto view = two_node_cluster(policy->schema());
   const ExtenderService kept(ServiceParts{policy, nullptr, view, nullptr});
   ResourceAmounts one;
