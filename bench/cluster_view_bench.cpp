@@ -15,8 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_support.h"
-#include "gpu_extender/kube/cluster_view.h"
-#include "gpu_extender/kube/placement_ledger.h"
+#include "gpu_extender/state/cluster_view.h"
+#include "gpu_extender/state/placement_ledger.h"
 #include "server/service/node_memo.h"
 #include "verb_timing.h"
 

@@ -4,7 +4,10 @@
 The layers are the folders of src/, each its own library; a folder may use only the folders listed for
 it below (the same ones its CMake target links). Headers of include/gpu_extender/<layer>/ (the public
 API) belong to the layer their folder names; every other project header belongs to the folder of src/
-it is in. Run by the build (target check_layers) before any library compiles.
+it is in and is private to it: another layer may include only its public headers, except common's
+(the toolkit every layer shares: JSON writing, file text, thread names) and from app (the wiring,
+which puts the layers' parts together). Run by the build (target check_layers) before any library
+compiles.
 """
 import pathlib
 import re
@@ -15,11 +18,16 @@ LAYERS = {  # folder: the folders it may use, besides itself
     "wire": ["common"],
     "policy": ["common"],
     "usage": ["common", "wire", "policy"],
-    "kube": ["common", "wire", "policy", "usage"],
-    "server": ["common", "wire", "policy", "usage", "kube"],
-    "tools": ["common", "wire", "policy", "usage", "kube"],
-    "app": ["common", "wire", "policy", "usage", "kube", "server", "tools"],
+    "state": ["common", "wire", "policy", "usage"],
+    "kube": ["common", "wire", "policy", "usage", "state"],
+    "server": ["common", "wire", "policy", "usage", "state", "kube"],
+    "tools": ["common", "wire", "policy", "usage", "state", "kube"],
+    "app": ["common", "wire", "policy", "usage", "state", "kube", "server", "tools"],
 }
+# Layers whose private headers (src/<layer>/*.h) other layers may include; and layers that may include
+# any layer's private headers.
+SHARED_PRIVATE = {"common"}
+WIRING = {"app"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -51,6 +59,10 @@ def main(root):
                 used = layer  # beside it, or below it in its own folder
             elif (root / "src" / name).exists():
                 used = pathlib.Path(name).parts[0]
+                if used != layer and used not in SHARED_PRIVATE and layer not in WIRING:
+                    problems.append(f"src/{rel}: includes \"{name}\", a private header of layer {used}: "
+                                    f"use its public headers (include/gpu_extender/{used}/), or make this one public")
+                    continue
             else:
                 continue  # generated, or a system header written with quotes
             if used not in allowed:

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <memory>
 
-#include "api_client.h"
+#include "gpu_extender/kube/api_client.h"
 #include "gpu_extender/kube/binder.h"
 #include "gpu_extender/common/view_schema.h"
 

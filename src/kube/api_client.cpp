@@ -1,4 +1,4 @@
-#include "api_client.h"
+#include "gpu_extender/kube/api_client.h"
 
 #include "api_connection.h"
 #include "common/file_text.h"

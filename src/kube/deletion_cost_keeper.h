@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "gpu_extender/kube/binder.h"
-#include "gpu_extender/kube/cluster_view.h"
+#include "gpu_extender/state/cluster_view.h"
 #include "gpu_extender/policy/policy_holder.h"
 #include "rate_limiter.h"
 

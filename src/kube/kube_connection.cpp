@@ -4,7 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "api_binder.h"
-#include "api_client.h"
+#include "gpu_extender/kube/api_client.h"
 #include "deletion_cost_keeper.h"
 #include "lease_elector.h"
 #include "reflector.h"

@@ -16,7 +16,7 @@
 #include <string>
 #include <thread>
 
-#include "api_client.h"
+#include "gpu_extender/kube/api_client.h"
 
 namespace gpu_extender::kube {
 

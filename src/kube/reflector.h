@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "api_client.h"
+#include "gpu_extender/kube/api_client.h"
 #include "watched_kind.h"
 
 namespace gpu_extender::kube {

@@ -11,8 +11,8 @@
 #include <string>
 #include <string_view>
 
-#include "gpu_extender/kube/cluster_view.h"
-#include "gpu_extender/kube/placement_ledger.h"
+#include "gpu_extender/state/cluster_view.h"
+#include "gpu_extender/state/placement_ledger.h"
 #include "gpu_extender/wire/wire.h"
 
 namespace gpu_extender::kube {

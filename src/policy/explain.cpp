@@ -22,7 +22,7 @@ Explanation explain(const Policy& policy, const PodRequest& pod, std::span<const
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeView& node = *nodes[i].node;
     out.nodes.push_back({std::string(node.name), verdicts[i], {}, 0, -1, {}});
-    // A DRA node's GPU facts come from its ResourceSlices (kube/dra_inventory.h), not from a label.
+    // A DRA node's GPU facts come from its ResourceSlices (state/dra_inventory.h), not from a label.
     const std::string from_slices = "resourceslices of " + schema.dra_gpu_driver;
     auto fact = [&](const char* name, const std::optional<std::string_view>& value, uint8_t source,
                     const std::vector<std::string>& labels) {

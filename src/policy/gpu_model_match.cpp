@@ -1,4 +1,4 @@
-#include "gpu_model_match.h"
+#include "gpu_extender/policy/gpu_model_match.h"
 
 #include "common/case_insensitive.h"
 

@@ -8,7 +8,7 @@
 
 #include "gpu_extender/policy/explain.h"
 #include "gpu_extender/policy/gpu_share.h"
-#include "gpu_extender/kube/placement_ledger.h"
+#include "gpu_extender/state/placement_ledger.h"
 #include "common/json_writer.h"
 #include "tools.h"
 #include "tool_inputs.h"

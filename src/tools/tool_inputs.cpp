@@ -7,7 +7,7 @@
 #include "common/file_text.h"
 #include "gpu_extender/kube/kube_config.h"
 #include "tools.h"
-#include "kube/api_client.h"
+#include "gpu_extender/kube/api_client.h"
 
 namespace gpu_extender::tools {
 

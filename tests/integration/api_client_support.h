@@ -4,7 +4,7 @@
 
 #include "../unit/test_support.h"
 #include "fake_api_server.h"
-#include "kube/api_client.h"
+#include "gpu_extender/kube/api_client.h"
 
 namespace test_support {
 

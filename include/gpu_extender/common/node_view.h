@@ -38,7 +38,7 @@ struct NodeView {
   // Which of the schema's labels each fact above came from (an index into node_gpu_*_labels).
   uint8_t gpu_model_label = 0, gpu_memory_label = 0, gpu_count_label = 0, gpu_family_label = 0, gpu_replicas_label = 0;
   // The GPU facts (model, memory, count, family, and the GPU resource's capacity and allocatable) come
-  // from the node's DRA ResourceSlices (kube/dra_inventory.h), not its labels.
+  // from the node's DRA ResourceSlices (state/dra_inventory.h), not its labels.
   bool gpus_from_dra = false;
   // DRA: per GPU that only its device taints keep from whole-GPU claims (counted as in use), those taints.
   // A pod whose claims tolerate them may still have it (filter gpuCount).

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "gpu_extender/kube/binder.h"
-#include "gpu_extender/kube/cluster_view.h"
+#include "gpu_extender/state/cluster_view.h"
 #include "gpu_extender/kube/kube_config.h"
-#include "gpu_extender/kube/placement_ledger.h"
+#include "gpu_extender/state/placement_ledger.h"
 #include "gpu_extender/policy/policy_holder.h"
 
 namespace gpu_extender {

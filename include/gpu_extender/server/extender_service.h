@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "gpu_extender/kube/binder.h"
-#include "gpu_extender/kube/cluster_view.h"
-#include "gpu_extender/kube/placement_ledger.h"  // BindWaitStats
+#include "gpu_extender/state/cluster_view.h"
+#include "gpu_extender/state/placement_ledger.h"  // BindWaitStats
 #include "gpu_extender/policy/policy.h"
 #include "gpu_extender/policy/policy_holder.h"
 #include "gpu_extender/common/status.h"

@@ -3,7 +3,7 @@
 // and its family one the pod asks for (annotation gpu.nvidia.com/family: "ampere", "ampere,hopper").
 // Unresolvable: evicting pods never changes a node's GPUs.
 #include "common/case_insensitive.h"
-#include "policy/gpu_model_match.h"
+#include "gpu_extender/policy/gpu_model_match.h"
 #include "policy/reason.h"
 #include "rules.h"
 

@@ -5,7 +5,7 @@
 #include <cctype>
 
 #include "gpu_extender/policy/gpu_memory_size.h"
-#include "policy/gpu_model_match.h"
+#include "gpu_extender/policy/gpu_model_match.h"
 
 namespace gpu_extender::admission {
 namespace {

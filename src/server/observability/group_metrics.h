@@ -10,7 +10,7 @@
 #include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
 
-#include "gpu_extender/kube/placement_ledger.h"
+#include "gpu_extender/state/placement_ledger.h"
 
 namespace gpu_extender {
 

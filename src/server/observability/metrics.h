@@ -10,11 +10,11 @@
 #include <string_view>
 #include <vector>
 
-#include "gpu_extender/kube/cluster_view.h"
+#include "gpu_extender/state/cluster_view.h"
 #include "gpu_extender/server/extender_service.h"
 #include "gpu_extender/usage/gpu_utilization.h"
 #include "gpu_extender/kube/kube_connection.h"
-#include "gpu_extender/kube/placement_ledger.h"
+#include "gpu_extender/state/placement_ledger.h"
 
 namespace prometheus {
 class Registry;

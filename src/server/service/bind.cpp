@@ -15,7 +15,7 @@
 #include <chrono>
 #include <optional>
 
-#include "gpu_extender/kube/placement_ledger.h"
+#include "gpu_extender/state/placement_ledger.h"
 #include "gpu_extender/policy/gpu_share.h"
 #include "gpu_extender/common/quantity.h"
 #include "gpu_extender/wire/wire_encode.h"

@@ -4,7 +4,7 @@
 
 #include "gpu_extender/policy/explain.h"
 #include "gpu_extender/usage/gpu_utilization.h"
-#include "gpu_extender/kube/placement_ledger.h"
+#include "gpu_extender/state/placement_ledger.h"
 #include "server/service/verb_context.h"
 
 namespace gpu_extender::verbs {

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gpu_extender/kube/cluster_view.h"
+#include "gpu_extender/state/cluster_view.h"
 #include "gpu_extender/policy/policy.h"
 #include "gpu_extender/wire/wire.h"
 #include "server/service/node_memo.h"

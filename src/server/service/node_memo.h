@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gpu_extender/kube/cluster_view.h"
+#include "gpu_extender/state/cluster_view.h"
 
 namespace gpu_extender {
 

@@ -4,7 +4,7 @@
 
 #include "common/json_writer.h"
 #include "gpu_extender/usage/gpu_utilization.h"
-#include "gpu_extender/kube/placement_ledger.h"
+#include "gpu_extender/state/placement_ledger.h"
 #include "gpu_extender/policy/group_plan.h"
 #include "gpu_extender/wire/wire_encode.h"
 #include "server/admission/pod_admission.h"

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "gpu_extender/kube/cluster_view.h"
-#include "gpu_extender/kube/node_source.h"
+#include "gpu_extender/state/cluster_view.h"
+#include "gpu_extender/state/node_source.h"
 #include "gpu_extender/policy/policy.h"
 #include "gpu_extender/wire/wire.h"
-#include "gpu_extender/kube/placement_ledger.h"
+#include "gpu_extender/state/placement_ledger.h"
 #include "gpu_extender/wire/wire_encode.h"
 #include "server/service/names_mode.h"
 

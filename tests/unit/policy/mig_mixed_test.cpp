@@ -2,7 +2,7 @@
 // against GPU Feature Discovery's <resource>.count and <resource>.memory labels.
 #include <catch2/catch.hpp>
 
-#include "gpu_extender/kube/node_source.h"
+#include "gpu_extender/state/node_source.h"
 #include "rule_support.h"
 
 using namespace gpu_extender;

@@ -11,7 +11,7 @@
 
 #include "gpu_extender/kube/kube_config.h"  // base64_decode
 #include "gpu_extender/policy/gpu_memory_size.h"
-#include "policy/gpu_model_match.h"
+#include "gpu_extender/policy/gpu_model_match.h"
 #include "pod_admission_support.h"
 
 using nlohmann::json;

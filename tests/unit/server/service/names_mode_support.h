@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "gpu_extender/kube/cluster_view.h"
+#include "gpu_extender/state/cluster_view.h"
 
 namespace names_mode_support {
 

@@ -41,8 +41,8 @@
 #include <utility>
 #include <vector>
 
-#include "gpu_extender/kube/cluster_view.h"
-#include "gpu_extender/kube/group_book.h"
+#include "gpu_extender/state/cluster_view.h"
+#include "gpu_extender/state/group_book.h"
 
 namespace gpu_extender {
 
@@ -54,7 +54,7 @@ struct BindWaitStats {
   bool enabled = true;
 };
 
-class BindExpectations;  // kube/bind_expectations.h
+class BindExpectations;  // state/bind_expectations.h
 
 struct LedgerOptions {
   std::chrono::milliseconds assume_ttl{30000};    // an assumed pod the watch never shows bound

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gpu_extender/common/node_view.h"
-#include "gpu_extender/kube/dra_inventory.h"
+#include "gpu_extender/state/dra_inventory.h"
 
 namespace gpu_extender {
 

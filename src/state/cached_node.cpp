@@ -1,4 +1,4 @@
-#include "gpu_extender/kube/node_source.h"
+#include "gpu_extender/state/node_source.h"
 
 namespace gpu_extender {
 

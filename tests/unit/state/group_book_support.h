@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "../test_support.h"
-#include "gpu_extender/kube/placement_ledger.h"
+#include "gpu_extender/state/placement_ledger.h"
 
 using namespace gpu_extender;
 

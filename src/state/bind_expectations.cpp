@@ -1,5 +1,5 @@
 // BindExpectations: see bind_expectations.h.
-#include "kube/bind_expectations.h"
+#include "state/bind_expectations.h"
 
 #include <spdlog/spdlog.h>
 

@@ -55,7 +55,7 @@
 #include <utility>
 #include <vector>
 
-#include "gpu_extender/kube/cluster_view.h"
+#include "gpu_extender/state/cluster_view.h"
 #include "gpu_extender/policy/group_plan.h"
 
 namespace gpu_extender {

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "gpu_extender/kube/placement_ledger.h"  // BindWaitStats
+#include "gpu_extender/state/placement_ledger.h"  // BindWaitStats
 #include "gpu_extender/usage/usage_source.h"     // StringHash
 
 namespace gpu_extender {

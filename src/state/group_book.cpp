@@ -1,5 +1,5 @@
 // A group's life: see group_book.h for its stages and transitions.
-#include "gpu_extender/kube/group_book.h"
+#include "gpu_extender/state/group_book.h"
 
 #include <spdlog/spdlog.h>
 

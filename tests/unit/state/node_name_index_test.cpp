@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "kube/node_name_index.h"
+#include "state/node_name_index.h"
 
 using namespace gpu_extender;
 

@@ -2,7 +2,7 @@
 // allocated ResourceClaims, whose devices count as used there. A claim's event touches only its own node
 // and pods: the GPUs it occupies are counted per node by how many claims hold each (a device shared by
 // several claims, or a GPU several of whose partitions are held, counts once).
-#include "gpu_extender/kube/cluster_view.h"
+#include "gpu_extender/state/cluster_view.h"
 
 namespace gpu_extender {
 

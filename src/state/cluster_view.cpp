@@ -1,4 +1,4 @@
-#include "gpu_extender/kube/cluster_view.h"
+#include "gpu_extender/state/cluster_view.h"
 
 #include "gpu_extender/policy/gpu_share.h"
 #include "gpu_extender/common/quantity.h"

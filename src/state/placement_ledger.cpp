@@ -1,11 +1,11 @@
 // The placement ledger: see placement_ledger.h for what it owns and the order of its steps.
-#include "gpu_extender/kube/placement_ledger.h"
+#include "gpu_extender/state/placement_ledger.h"
 
 #include <algorithm>
 #include <unordered_set>
 
 #include "gpu_extender/common/quantity.h"
-#include "kube/bind_expectations.h"
+#include "state/bind_expectations.h"
 
 namespace gpu_extender {
 

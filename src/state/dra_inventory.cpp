@@ -1,5 +1,5 @@
 // A node's DRA GPUs: see dra_inventory.h.
-#include "gpu_extender/kube/dra_inventory.h"
+#include "gpu_extender/state/dra_inventory.h"
 
 #include <algorithm>
 #include <cctype>

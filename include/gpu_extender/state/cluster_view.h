@@ -22,13 +22,13 @@
 #include <vector>
 
 #include "gpu_extender/policy/deletion_cost.h"
-#include "gpu_extender/kube/node_source.h"
+#include "gpu_extender/state/node_source.h"
 #include "gpu_extender/common/pod_request.h"
 #include "gpu_extender/usage/usage_source.h"
 
 namespace gpu_extender {
 
-class NodeNameIndex;  // kube/node_name_index.h
+class NodeNameIndex;  // state/node_name_index.h
 
 class ClusterView final : public UsageSource, public NodeSource {
  public:

@@ -2,7 +2,7 @@
 #include <thread>
 
 #include "../test_support.h"
-#include "gpu_extender/kube/cluster_view.h"
+#include "gpu_extender/state/cluster_view.h"
 
 using namespace gpu_extender;
 using namespace std::chrono_literals;

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "../test_support.h"
-#include "gpu_extender/kube/placement_ledger.h"
+#include "gpu_extender/state/placement_ledger.h"
 
 using namespace gpu_extender;
 using namespace std::chrono_literals;
