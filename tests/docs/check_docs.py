@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Checks that keep the guide true (ctest runs each): check_docs.py links | flags GPU_EXTENDER | chart.
+"""Checks that keep the guide true (ctest runs each): check_docs.py links | paths | flags GPU_EXTENDER | chart.
 
 links  every relative link and #anchor in README.md, docs/ and the chart's README resolves (GitHub's anchors:
        a heading lower-cased, punctuation dropped, spaces as hyphens)
+paths  every file path the comments, docs and tests name (src/..., tests/..., a layer's "kube/reflector.h") exists
 flags  docs/flags.md's text block is what `gpu-extender --help` prints
 chart  charts/gpu-extender/README.md has one row per value of values.schema.json and values.yaml, both ways,
        with the schema's type, the default values.yaml holds and a description
@@ -10,6 +11,7 @@ Prints what is wrong and exits 1."""
 import importlib
 import json
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -118,10 +120,49 @@ def check_chart():
     return errors
 
 
+
+# Paths named in the project's text that are made, not kept: generated files and benchmark output.
+MADE_PATHS = {"cmake/build_info.cpp", "bench/results/results.json"}
+TOP = r"(?:src|include|tests|bench|docs|charts|manifests|scripts|extender-config|cmake)"
+LAYER = r"(?:common|wire|policy|usage|state|kube|server|tools|app)"
+NAMED_PATH = re.compile(r"(?<![\w./-])((?:" + TOP + "|" + LAYER + r")/[\w./-]*[\w-]\.(?:h|cpp|py|md|sh|yaml|json|txt))\b")
+
+
+def check_paths():
+    """Every file path a comment, a doc or a test names (src/..., tests/..., or a layer's "kube/reflector.h")
+    exists: from the root, from src/, include/gpu_extender/ or tests/unit/ (the include folders), or
+    beside the file. A path with an
+    upper-case placeholder (examples/NAME.yaml) is a pattern, not a path."""
+    listed = subprocess.run(["git", "ls-files", "src", "include", "tests", "bench", "docs", "charts", "cmake",
+                             "scripts", "README.md", "CMakeLists.txt", "Makefile", "Dockerfile", ".ci"],
+                            cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    root = pathlib.Path(ROOT)
+    errors = []
+    for name in listed:
+        path = root / name
+        if "fixtures" in path.parts or path.suffix in (".png", ".json") or not path.is_file():
+            continue
+        try:
+            text = path.read_text()
+        except UnicodeDecodeError:
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            for match in NAMED_PATH.finditer(line):
+                named = match.group(1)
+                if named in MADE_PATHS or re.search(r"/[A-Z]+\.", named):
+                    continue
+                places = [root / named, root / "src" / named, root / "include/gpu_extender" / named, root / "tests/unit" / named,
+                          path.parent / named]
+                if not any(p.exists() for p in places):
+                    errors.append(f"{name}:{number}: names {named}, which is not in the repository")
+    return errors
+
 def main():
     check = sys.argv[1] if len(sys.argv) > 1 else ""
     if check == "links":
         errors = check_links()
+    elif check == "paths":
+        errors = check_paths()
     elif check == "flags" and len(sys.argv) == 3:
         errors = check_flags(sys.argv[2])
     elif check == "chart":

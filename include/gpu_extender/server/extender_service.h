@@ -46,10 +46,10 @@ std::string_view answer_error_name(AnswerError cause);  // no_node_cache, bind_n
 Verb answer_error_verb(AnswerError cause);              // the verb that answers it
 
 class GpuUtilizationSource;
-class PlacementLedger; // gpu_extender/placement_ledger.h
-struct Workspace;      // server/workspace.h: one request's buffers
-class WorkspacePool;   // server/workspace.h
-class PreemptorMemory; // server/preemptor_memory.h
+class PlacementLedger; // gpu_extender/state/placement_ledger.h
+struct Workspace;      // server/service/workspace.h: one request's buffers
+class WorkspacePool;   // server/service/workspace.h
+class PreemptorMemory; // server/service/preemptor_memory.h
 
 // What the verbs work with. Only the policy is required: without a cluster view there is no names
 // mode and no /preempt; without a binder /bind answers an Error.
