@@ -131,8 +131,7 @@ NAMED_PATH = re.compile(r"(?<![\w./-])((?:" + TOP + "|" + LAYER + r")/[\w./-]*[\
 def check_paths():
     """Every file path a comment, a doc or a test names (src/..., tests/..., or a layer's "kube/reflector.h")
     exists: from the root, from src/, include/gpu_extender/ or tests/unit/ (the include folders), or
-    beside the file. A path with an
-    upper-case placeholder (examples/NAME.yaml) is a pattern, not a path."""
+    beside the file. A path with an upper-case placeholder (examples/NAME.yaml) is a pattern."""
     listed = subprocess.run(["git", "ls-files", "src", "include", "tests", "bench", "docs", "charts", "cmake",
                              "scripts", "README.md", "CMakeLists.txt", "Makefile", "Dockerfile", ".ci"],
                             cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
