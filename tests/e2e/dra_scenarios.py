@@ -8,7 +8,8 @@ import time
 import urllib.request
 
 import kube
-from objects import GPU, IMPLICIT_GPU, bound, ensure_namespace, gpu_node, make_node, node_of, pod, wait_bound, wait_pod_bound
+from objects import (GPU, IMPLICIT_GPU, bound, ensure_namespace, expect_pending, gpu_node, make_node, node_of, pod,
+                     wait_bound, wait_pod_bound)
 
 DRIVER = "gpu.nvidia.com"
 # (productName, architecture, memory) as NVIDIA's DRA driver publishes them: go-nvlib's architecture names, and
@@ -177,7 +178,6 @@ def dra_gpus(env):
     binds = extender.metric("gpu_extender_binds_total", result="bound")
     assert binds >= 3, f"the extender bound {binds} pods: the extended-resource pods did not come through it"
     # No H100 left: the in-tree allocator would take any GPU of the class; the extender refuses the A100s.
-    from scenarios import expect_pending  # noqa: PLC0415 - scenarios imports this module
     expect_pending(env, ns, "ext-1", {GPU: "1"}, h100, "does not match requested H100")
     env.api.create(pod(ns, "ext-a100", {GPU: "8"}, {"gpu.nvidia.com/model": "A100"}))
     assert node_of(wait_pod_bound(env.api, ns, "ext-a100")) in ("dra-a100", "plugin-a100")

@@ -39,8 +39,11 @@ def install_crds(api, module_dir):
 
 
 class Karpenter:
-    def __init__(self, env, binary, module_dir, disruption=None):
+    def __init__(self, env, binary, module_dir, disruption=None, ready_every=0.0):
+        """`ready_every`: seconds between two launched nodes turning Ready (0: each as soon as it is seen), as
+        the kubelets of nodes launched together come up apart."""
         self.env, self.api = env, env.api
+        self.ready_every = ready_every
         install_crds(self.api, module_dir)
         self.api.create({"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass",
                          "metadata": {"name": "default"}}, ok_exists=True)
@@ -67,18 +70,22 @@ class Karpenter:
         ready = {"type": "Ready", "status": "True", "reason": "KubeletReady",
                  "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"}
         done = set()
+        last_ready = 0.0
         while not self.stopping:
             try:
                 for node in self.launched():
                     name = node["metadata"]["name"]
                     if name in done:
                         continue
+                    if time.monotonic() - last_ready < self.ready_every:
+                        break  # the next node's kubelet is not up yet
                     capacity = node["status"].get("capacity", {})
                     self.api.merge_patch(f"/api/v1/nodes/{name}/status", {"status": {
                         "conditions": [ready], "allocatable": node["status"].get("allocatable", capacity)}})
                     taints = [t for t in node["spec"].get("taints", []) if t["key"] != "node.kubernetes.io/not-ready"]
                     self.api.merge_patch(f"/api/v1/nodes/{name}", {"spec": {"taints": taints or None}})
                     done.add(name)
+                    last_ready = time.monotonic()
             except kube.ApiError:
                 pass  # a node deleted meanwhile
             time.sleep(0.2)

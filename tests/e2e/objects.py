@@ -1,6 +1,7 @@
 """Nodes and pods for the end-to-end scenarios. There is no kubelet: a node is an API object whose status the
 suite writes as a kubelet would (capacity, allocatable, Ready) and whose not-ready taint it lifts; a pod never
-runs, and a bound pod is one with spec.nodeName, which is all a scheduler sees."""
+runs, and a bound pod is one with spec.nodeName, which is all a scheduler sees. Also the checks several
+scenario modules share: a pod that stays Pending with the extender's reason, no node over its GPUs."""
 import concurrent.futures
 
 import kube
@@ -121,6 +122,27 @@ def unschedulable_message(api, namespace, name, timeout=60):
                 return c.get("message", "")
         return None
     return kube.wait_for(f"{namespace}/{name} marked Unschedulable", message, timeout)
+
+
+def expect_pending(env, namespace, name, requests, annotations, reason_part):
+    """A pod no node fits: kube-scheduler marks it Unschedulable with the extender's reason, and it stays unbound."""
+    env.api.create(pod(namespace, name, requests, annotations))
+    message = unschedulable_message(env.api, namespace, name)
+    assert reason_part in message, f"{name}: expected {reason_part!r} in the scheduler's message {message!r}"
+    events = [e for e in env.api.events_about(namespace, name) if e.get("reason") == "FailedScheduling"]
+    assert any(reason_part in e.get("message", "") for e in events), \
+        f"{name}: no FailedScheduling event carries {reason_part!r}: {[e.get('message') for e in events]}"
+    assert not node_of(env.api.pod(namespace, name)), f"{name} was bound though no node fits it"
+
+
+def check_gpus_within_capacity(pods, capacity):
+    """No node holds more GPUs than it has (`capacity`: the GPUs of every node, or node name -> its GPUs) and
+    no pod is counted twice."""
+    used = usage_by_node(pods, GPU)
+    has = capacity.get if isinstance(capacity, dict) else lambda _node: capacity
+    over = {n: f"{u} of {has(n)}" for n, u in used.items() if has(n) is None or u > has(n)}
+    assert not over, f"nodes over their GPUs: {over}"
+    assert len(bound(pods)) == len({p["metadata"]["uid"] for p in bound(pods)})
 
 
 def delete_all(api, namespaces, keep_nodes=False):

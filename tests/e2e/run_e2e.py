@@ -2,10 +2,11 @@
 """The end-to-end suite on one real control plane: run_e2e.py --bin DIR --extender BINARY [--only NAME,...].
 
 Starts etcd, kube-apiserver and kube-controller-manager (ReplicaSet, Job, garbage collector) from DIR once, then,
-for each scenario of scenarios.py, the shipped RBAC, the real gpu-extender and kube-scheduler with the shipped
-configuration; after each, stops both and deletes what it made. Prints one line per scenario with its figures
-and a summary; exits 1 if any scenario failed (its assertion and the last lines of each log are printed).
-Work folders (logs, certificates, configurations) stay in --work for a failed run."""
+for each scenario of the modules in MODULES (one a feature, run in that order), the shipped RBAC, the real
+gpu-extender and kube-scheduler with the shipped configuration; after each, stops both and deletes what it made.
+Prints one line per scenario with its figures and a summary; exits 1 if any scenario failed (its assertion and
+the last lines of each log are printed), 2 if --only names a scenario there is not. Work folders (logs,
+certificates, configurations) stay in --work for a failed run."""
 import argparse
 import contextlib
 import os
@@ -20,13 +21,24 @@ sys.path.insert(0, HERE)
 
 import deployment  # noqa: E402
 import autoscaler_scenarios  # noqa: E402
+import burst_scenarios  # noqa: E402
+import deletion_cost_scenarios  # noqa: E402
+import dra_scenarios  # noqa: E402
+import gpu_sharing_scenarios  # noqa: E402
+import group_scenarios  # noqa: E402
 import helm_scenarios  # noqa: E402
+import native_group_scenarios  # noqa: E402
 import objects  # noqa: E402
+import placement_scenarios  # noqa: E402
 import plane  # noqa: E402
-import scenarios  # noqa: E402
+import preemption_scenarios  # noqa: E402
 import throughput_scenarios  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+# The scenario modules, each its SCENARIOS in order: the suite runs them in this order.
+MODULES = [placement_scenarios, burst_scenarios, gpu_sharing_scenarios, deletion_cost_scenarios, group_scenarios,
+           preemption_scenarios, native_group_scenarios, dra_scenarios, autoscaler_scenarios, helm_scenarios,
+           throughput_scenarios]
 
 
 class Env:
@@ -93,19 +105,26 @@ def describe(figures):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin", required=True, help="folder of etcd, kube-apiserver, ... (controlplane/build.sh)")
-    parser.add_argument("--extender", default=os.path.join(REPO, "build", "gpu-extender"))
+    parser.add_argument("--extender", default=os.path.join(REPO, "build", "gpu-extender"),
+                        help="the gpu-extender binary (default: build/gpu-extender)")
     parser.add_argument("--work", default=None, help="where logs go (default: a new folder under /tmp)")
-    parser.add_argument("--only", default="", help="comma-separated scenario names")
+    parser.add_argument("--only", default="", help="comma-separated scenario names (one no scenario has: exit 2)")
     parser.add_argument("--helm", default=os.environ.get("HELM", ""), help="the helm binary (helm/build.sh)")
     parser.add_argument("--karpenter", default=os.environ.get("KARPENTER", ""),
                         help="Karpenter's kwok binary and its module folder, as 'BIN:DIR' (karpenter/build.sh)")
     args = parser.parse_args()
-    work = args.work or tempfile.mkdtemp(prefix="gpu-extender-e2e.")
-    every = [*scenarios.SCENARIOS, *autoscaler_scenarios.SCENARIOS, *helm_scenarios.SCENARIOS,
-             *throughput_scenarios.SCENARIOS]
-    chosen = [s for s in every if not args.only or s.__name__ in args.only.split(",")]
+    every = [s for module in MODULES for s in module.SCENARIOS]
+    names = [n for n in args.only.split(",") if n]
+    # A name that matches nothing is a typo or a renamed scenario: running the rest (or nothing) and passing
+    # would hide it.
+    unknown = [n for n in names if n not in {s.__name__ for s in every}]
+    if unknown:
+        parser.error(f"--only names no scenario called {', '.join(unknown)} "
+                     f"(the scenarios: {', '.join(s.__name__ for s in every)})")
+    chosen = [s for s in every if not names or s.__name__ in names]
     if any(s in helm_scenarios.SCENARIOS for s in chosen) and not os.access(args.helm, os.X_OK):
         parser.error("the chart's scenario needs --helm (or $HELM): tests/e2e/helm/build.sh builds it")
+    work = args.work or tempfile.mkdtemp(prefix="gpu-extender-e2e.")  # after the checks: none left by a refusal
 
     started = time.monotonic()
     control_plane = plane.ControlPlane(args.bin, work)

@@ -15,8 +15,7 @@ import deployment
 import kube
 import plane
 import yaml
-from objects import GPU, ensure_namespace, gpu_node, pod, wait_bound
-from scenarios import check_gpus_within_capacity
+from objects import GPU, check_gpus_within_capacity, ensure_namespace, gpu_node, pod, wait_bound
 
 # E2E_THROUGHPUT_NODES=5000 (and _PODS) for issue 55's large cluster, outside CI.
 NODES = int(os.environ.get("E2E_THROUGHPUT_NODES", "500"))
