@@ -4,7 +4,10 @@
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
+#include <initializer_list>
 #include <set>
+#include <string_view>
+#include <utility>
 
 #include "gpu_extender/common/build_info.h"
 #include "gpu_extender/policy/policy_config.h"
@@ -46,6 +49,24 @@ class Reader {
     if (!value) return;
     if (!value.IsScalar() || value.Scalar().empty()) fail(where + "." + key, "expected a non-empty string");
     out = value.Scalar();
+  }
+
+  // One of `choices` (its name in the policy, its value) at map[key], when given; an error names them.
+  template <typename Value>
+  void choice_at(const YAML::Node& map, const char* key, const std::string& where,
+                 std::initializer_list<std::pair<std::string_view, Value>> choices, Value& out) const {
+    std::string name;
+    string_at(map, key, where, name);
+    if (name.empty()) return;
+    std::string expected;
+    for (const auto& [choice, value] : choices) {
+      if (name == choice) {
+        out = value;
+        return;
+      }
+      expected += std::string(expected.empty() ? "" : " or ") + std::string(choice);
+    }
+    fail(where.empty() ? key : where + "." + key, "expected " + expected + ", not \"" + name + "\"");
   }
 
   // A whole number in [min, max] at map[key], when given.
@@ -219,20 +240,12 @@ void apply_settings(const YAML::Node& root, const Reader& in, PolicyConfig& conf
     in.whole_number_at(n, "buckets", "deletionCost", config.deletion_cost.buckets, 1, 100);
     in.whole_number_at(n, "maxCost", "deletionCost", config.deletion_cost.max_cost, 1, 2147483647);
   }
-  if (root["scoreScaling"]) {
-    std::string scaling;
-    in.string_at(root, "scoreScaling", "", scaling);
-    if (scaling == "ordered") config.score_scaling = ScoreScaling::kOrdered;
-    else if (scaling == "proportional") config.score_scaling = ScoreScaling::kProportional;
-    else in.fail("scoreScaling", "expected ordered or proportional, not \"" + scaling + "\"");
-  }
-  if (root["scoreBaseline"]) {
-    std::string baseline;
-    in.string_at(root, "scoreBaseline", "", baseline);
-    if (baseline == "lowest") config.score_baseline = ScoreBaseline::kLowest;
-    else if (baseline == "zero") config.score_baseline = ScoreBaseline::kZero;
-    else in.fail("scoreBaseline", "expected lowest or zero, not \"" + baseline + "\"");
-  }
+  in.choice_at(root, "scoreScaling", "",
+               {std::pair{std::string_view("ordered"), ScoreScaling::kOrdered}, {"proportional", ScoreScaling::kProportional}},
+               config.score_scaling);
+  in.choice_at(root, "scoreBaseline", "",
+               {std::pair{std::string_view("lowest"), ScoreBaseline::kLowest}, {"zero", ScoreBaseline::kZero}},
+               config.score_baseline);
 }
 
 // Sections filters and scorers: the rules in force, by their names in rules/rule_table.h.

@@ -120,10 +120,9 @@ bool PlacementLedger::reserve_shared_gpu(const PendingPod& pod, const std::strin
     view_->find_nodes({&name, 1}, found);
     const std::optional<ResourceAmounts> counted = pick(found.empty() ? nullptr : found[0], view_->used_on(node));
     if (counted) reserve_locked(pod, node, *counted);
-    else expected_binds_->arrived(pod.uid);
     picked = counted.has_value();
   }
-  bind_arrived_.notify_all();
+  if (picked) bind_arrived_.notify_all();
   return picked;
 }
 

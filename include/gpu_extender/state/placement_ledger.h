@@ -94,7 +94,7 @@ class PlacementLedger {
   // A pod sharing a GPU by memory: `pick` chooses its device on `node` as the view has it now (the node
   // object, null when the view has none, and its usage with everything in flight) and says what to
   // count there; that is reserved in the same step, so two binds to one node never take the same free
-  // memory. Nothing is reserved when it picks nothing (its bind has arrived either way).
+  // memory. Nothing is reserved when it picks nothing (then the caller says bind_answered).
   using SharedGpuPick = std::function<std::optional<ResourceAmounts>(
       const std::shared_ptr<const CachedNode>& node, const std::optional<ResourceAmounts>& used)>;
   bool reserve_shared_gpu(const PendingPod& pod, const std::string& node, const SharedGpuPick& pick);

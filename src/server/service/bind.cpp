@@ -82,10 +82,8 @@ std::array<std::string, 5> shared_gpu_annotation_names(const ViewSchema& schema)
 Status assume_on_shared_gpu(const VerbContext& ctx, const Policy& policy, const BindingArgs& args,
                             const PendingPod& pod, Binder::Annotations& annotations, int& device) {
   const std::string label = label_of(args);
-  if (!ctx.parts.cluster || !ctx.parts.ledger) {
-    if (ctx.parts.ledger) ctx.parts.ledger->bind_answered(args.pod_uid);
+  if (!ctx.parts.cluster || !ctx.parts.ledger)
     return Status::failed("cannot bind pod " + label + ": sharing a GPU needs the extender's cluster view (Kubernetes API access)");
-  }
   bool node_known = false;
   std::optional<SharedGpus> gpus;
   device = -1;
@@ -161,6 +159,8 @@ Status bind_pod(const VerbContext& ctx, const Policy& policy, const BindingArgs&
   Status bound = Status::done();
   if (shares_gpu) bound = assume_on_shared_gpu(ctx, policy, args, *pod, device, shared_gpu);
   else if (ledger) ledger->reserve(*pod, args.node, pod->requests);
+  // Not reserved (no GPU had the memory): nothing for the next pod's verbs to wait for.
+  if (!bound.ok() && ledger) ledger->bind_answered(args.pod_uid);
   // A member waits at its group's gate until every member has passed: all of a group bind, or none.
   if (bound.ok() && ledger) {
     const GroupBook::Gate gate = ledger->wait_at_gate(*pod);
