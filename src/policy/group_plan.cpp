@@ -62,19 +62,6 @@ bool fits_stacked(const Policy& policy, const PodFacts& member, const NodeInput&
   return scratch[0].passed();
 }
 
-// How many members fit on the node at once, up to `cap`. The rules are monotone in usage (more in use
-// never fits better), so the arithmetic bound is tried first: where it fits (almost always), that is the
-// room, in one evaluation instead of one per member; else members are stacked one by one.
-int64_t room_on(const Policy& policy, const PodFacts& member, const NodeInput& in, int64_t cap,
-                std::vector<NodeVerdict>& scratch) {
-  if (cap <= 0 || !fits_stacked(policy, member, in, 1, scratch)) return 0;
-  const int64_t bound = room_bound(member, in, cap);
-  if (bound == 1 || fits_stacked(policy, member, in, bound, scratch)) return bound;
-  int64_t room = 1;
-  while (room + 1 < bound && fits_stacked(policy, member, in, room + 1, scratch)) ++room;
-  return room;
-}
-
 // What the planner knows of each candidate node.
 struct Candidate {
   const NodeInput* input;
@@ -234,6 +221,19 @@ bool plan_spread(const GroupPlanRequest& r, std::span<const Candidate> candidate
 
 }  // namespace
 
+// The rules are monotone in usage (more in use never fits better), so the arithmetic bound is tried
+// first: where it fits (almost always), that is the room, in one evaluation instead of one per member;
+// else members are stacked one by one.
+int64_t members_room(const Policy& policy, const PodFacts& member, const NodeInput& in, int64_t cap) {
+  thread_local std::vector<NodeVerdict> scratch;
+  if (cap <= 0 || !fits_stacked(policy, member, in, 1, scratch)) return 0;
+  const int64_t bound = room_bound(member, in, cap);
+  if (bound == 1 || fits_stacked(policy, member, in, bound, scratch)) return bound;
+  int64_t room = 1;
+  while (room + 1 < bound && fits_stacked(policy, member, in, room + 1, scratch)) ++room;
+  return room;
+}
+
 std::string domain_of(const NodeView& node, size_t level) {
   if (level >= kMaxTopologyLevels || !node.topology[level]) return {};
   std::string path;
@@ -307,9 +307,8 @@ GroupPlan plan_group(const GroupPlanRequest& r) {
   const int64_t gpus_per_member = (r.member->gpus_milli() + 999) / 1000;
   std::vector<Candidate> candidates;
   candidates.reserve(r.nodes.size());
-  std::vector<NodeVerdict> scratch;
   for (const NodeInput& in : r.nodes)
-    candidates.push_back({&in, room_on(*r.policy, *r.member, in, r.needed, scratch), free_gpus(in), used_gpus(in)});
+    candidates.push_back({&in, members_room(*r.policy, *r.member, in, r.needed), free_gpus(in), used_gpus(in)});
   const std::string group = describe_group(*r.spec, *r.member, r.needed, schema);
   const size_t levels = std::min(schema.node_topology_labels.size(), kMaxTopologyLevels);
 

@@ -82,6 +82,10 @@ struct GroupPlanRequest {
 
 GroupPlan plan_group(const GroupPlanRequest& request);
 
+// How many members (alike: `member`) fit on the node at once, up to `cap`: the policy's verdict on the
+// last with the others counted on the node. What planning and group preemption count a node's room by.
+int64_t members_room(const Policy& policy, const PodFacts& member, const NodeInput& in, int64_t cap);
+
 // "group team-a/llama (4 pods x 8 nvidia.com/gpu)": for reasons and logs.
 std::string describe_group(const GroupSpec& spec, const PodFacts& member, int64_t needed, const ViewSchema& schema);
 
