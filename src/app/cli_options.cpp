@@ -83,6 +83,11 @@ Flags:
   --group-gate-ms N      a group member's /bind waits up to N ms for every other member to pass
                          the scheduler's filters, so that all of a group bind or none; keep it below
                          the scheduler's httpTimeout (shipped: 5s) (default 4000; 0: no gate)
+  --no-group-preemption  never evict for a pod group: by default a group that fits nowhere and whose
+                         members may preempt has room made in one domain by evicting pods of lower
+                         priority through the Eviction API (docs/pod-groups.md)
+  --group-preemption-wait-seconds N  how long the room made for a group is held while its evicted
+                         pods terminate (default 600)
   --scheduler-name NAME  /bind binds only pods with this spec.schedulerName; comma-separated
                          list (default gpu-scheduler, the shipped scheduler's name)
   --bind-wait-ms N       /prioritize of a pod (and /filter, where a pod in flight can change its
@@ -201,6 +206,8 @@ std::map<std::string, Setter> flags_with_value(CliOptions& o) {
       {"--unready-after-seconds", [&](const std::string& v) { return parse_number(v, o.unready_after_seconds, 1, 86400); }},
       {"--group-ttl-seconds", [&](const std::string& v) { return parse_number(v, o.group_ttl_seconds, 1, 86400); }},
       {"--group-gate-ms", [&](const std::string& v) { return parse_number(v, o.group_gate_ms, 0, 60000); }},
+      {"--group-preemption-wait-seconds",
+       [&](const std::string& v) { return parse_number(v, o.group_preemption_wait_seconds, 1, 86400); }},
       {"--deletion-cost-qps", [&](const std::string& v) { return parse_number(v, o.deletion_cost_qps, 0.1, 1000.0); }},
       {"--leader-elect-lease-duration-seconds",
        [&](const std::string& v) { return parse_number(v, o.leader_elect_lease_duration_seconds, 1, 3600); }},
@@ -245,6 +252,7 @@ CliParse parse_cli(const std::vector<std::string>& args) {
   const std::map<std::string, bool*> switches = {
       {"--check-config", &o.check_config},
       {"--deletion-costs", &o.deletion_costs},
+      {"--no-group-preemption", &o.no_group_preemption},
       {"--kube-insecure-skip-tls-verify", &o.kube_insecure_skip_tls_verify},
       {"--kube-allow-token-over-http", &o.kube_allow_token_over_http},
       {"--allow-unauthenticated-bind", &o.allow_unauthenticated_bind}, {"--help", &o.help}, {"-h", &o.help}, {"--version", &o.version}};

@@ -45,6 +45,8 @@ struct CliOptions {
   int prometheus_stale_seconds = 0;  // 0: two periods
   // Pod deletion costs (deletion_cost.h), kept by the replica holding the lease.
   bool deletion_costs = false;
+  bool no_group_preemption = false;       // groups never have room made by eviction
+  int group_preemption_wait_seconds = 600;  // for the victims evicted for a group to leave
   double deletion_cost_qps = 5;
   int leader_elect_lease_duration_seconds = 15;
   int leader_elect_renew_deadline_seconds = 10;

@@ -21,6 +21,13 @@ std::optional<ApiEndpoint> api_endpoint(const CliOptions& o) {
                                     o.kube_insecure_skip_tls_verify, o.kube_allow_token_over_http});
 }
 
+// This host's name (a pod's name in Kubernetes): who holds a lease, who reports an event.
+std::string host_name() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  return host;
+}
+
 // The Lease in the pod's own namespace (the downward API's POD_NAMESPACE, else the service account's),
 // held under a name unique to this process: the pod's name and a random suffix, as client-go does.
 DeletionCostSettings deletion_cost_settings(const CliOptions& o) {
@@ -34,12 +41,10 @@ DeletionCostSettings deletion_cost_settings(const CliOptions& o) {
   }
   if (s.lease_namespace.empty()) s.lease_namespace = "gpu-extender";
   s.lease_name = o.leader_elect_lease_name;
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
   std::random_device random;
   char suffix[16];
   std::snprintf(suffix, sizeof suffix, "_%08x", random());
-  s.identity = std::string(host) + suffix;
+  s.identity = host_name() + suffix;
   s.lease_duration = std::chrono::seconds(o.leader_elect_lease_duration_seconds);
   s.renew_deadline = std::chrono::seconds(o.leader_elect_renew_deadline_seconds);
   s.retry_period = std::chrono::seconds(o.leader_elect_retry_period_seconds);
@@ -71,6 +76,8 @@ std::unique_ptr<KubeConnection> connect_usage(const CliOptions& options, const P
     kube_options.unready_after = std::chrono::seconds(options.unready_after_seconds);
     kube_options.ledger.group_ttl = std::chrono::seconds(options.group_ttl_seconds);
     kube_options.ledger.group_gate = std::chrono::milliseconds(options.group_gate_ms);
+    kube_options.ledger.group_preemption = !options.no_group_preemption;
+    kube_options.ledger.group_preemption_wait = std::chrono::seconds(options.group_preemption_wait_seconds);
     auto kube = std::make_unique<KubeConnection>(std::move(*endpoint), policy.schema(), kube_options);
     parts.cluster = kube->view();
     parts.binder = kube->binder();
@@ -133,6 +140,7 @@ Wiring::Wiring(const CliOptions& options) : options_(options), policies_(std::ma
     spdlog::info("deletion costs: kept by the holder of lease {}, at most {} patches/s", options.leader_elect_lease_name,
                  options.deletion_cost_qps);
   }
+  if (kube_ && !options.no_group_preemption) kube_->preempt_for_groups(policies_, host_name());
   metrics_ = std::make_shared<Metrics>();
   if (kube_) {
     metrics_->attach_cluster(kube_->view(), kube_->ledger(), [k = kube_.get()] { return k->watch_counts(); });

@@ -6,6 +6,8 @@
 #include "api_binder.h"
 #include "gpu_extender/kube/api_client.h"
 #include "deletion_cost_keeper.h"
+#include "api_evictor.h"
+#include "group_preemptor.h"
 #include "lease_elector.h"
 #include "reflector.h"
 
@@ -71,6 +73,7 @@ void KubeConnection::start() {
     });
   if (elector_) elector_->start();
   if (cost_keeper_) cost_keeper_->start();
+  if (group_preemptor_) group_preemptor_->start();
   threads_.emplace_back([this] {
     name_this_thread("ledger-expiry");
     bool stale_logged = false;
@@ -112,6 +115,12 @@ void KubeConnection::keep_deletion_costs(const DeletionCostSettings& settings,
       view_, binder_, std::move(policies), [e = elector_.get()] { return e->leader(); }, options);
 }
 
+void KubeConnection::preempt_for_groups(std::shared_ptr<const PolicyHolder> policies, const std::string& instance) {
+  group_preemptor_ = std::make_unique<kube::GroupPreemptor>(
+      ledger_, std::make_shared<kube::ApiEvictor>(api_, instance), std::move(policies),
+      [this] { return !elector_ || elector_->leader(); });  // one replica evicts where a lease elects one
+}
+
 std::optional<DeletionCostStats> KubeConnection::deletion_cost_stats() const {
   if (!cost_keeper_) return std::nullopt;
   const kube::DeletionCostKeeper::Stats s = cost_keeper_->stats();
@@ -123,6 +132,7 @@ void KubeConnection::stop() {
   // The writer stops first, then the lease is released (another replica takes over at once), while
   // the API client still works.
   if (cost_keeper_) cost_keeper_->stop();
+  if (group_preemptor_) group_preemptor_->stop();
   if (elector_) elector_->stop(true);
   for (auto& reflector : reflectors_) reflector->stop();
   api_->cancel();

@@ -2,6 +2,7 @@
 #include "gpu_extender/policy/group_preemption.h"
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <optional>
 
@@ -145,6 +146,28 @@ bool carried(const std::vector<NodeRoom>& nodes, size_t level) {
 }
 
 }  // namespace
+
+std::shared_ptr<const PreemptionVictim> preemption_victim_of(const PodRequest& pod, const ResourceAmounts& holds) {
+  PodFacts held;
+  held.requests = holds;
+  if (!held.wants_gpus() && !held.wants_shared_gpu()) return nullptr;
+  auto v = std::make_shared<PreemptionVictim>();
+  v->uid = pod.uid;
+  v->ns = pod.ns;
+  v->name = pod.name;
+  v->node = pod.node_name;
+  v->requests = holds;
+  v->priority = pod.priority;
+  if (pod.deletion_cost) {  // an int32 as the ReplicaSet controller reads it; anything else counts as 0
+    int32_t cost = 0;
+    const std::string_view text = *pod.deletion_cost;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), cost);
+    if (ec == std::errc() && end == text.data() + text.size()) v->deletion_cost = cost;
+  }
+  v->group = PendingPod::group_key_of(pod);
+  v->terminating = pod.terminating;
+  return v;
+}
 
 void VictimRank::add(const PreemptionVictim& v) {
   highest_priority = std::max(highest_priority, v.priority);

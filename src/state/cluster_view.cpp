@@ -134,7 +134,8 @@ void ClusterView::upsert_pod(const PodRequest& pod, const InFlightRelease& relea
   erase_pod(pod.uid);
   if (!pod.node_name.empty() && !pod.terminated())
     add_pod(std::string(pod.uid),
-            PodEntry{std::string(pod.node_name), pod.requests, cost_details_of(pod), PendingPod::member_of(pod), false});
+            PodEntry{std::string(pod.node_name), pod.requests, cost_details_of(pod), PendingPod::member_of(pod),
+                     preemption_victim_of(pod, pod.requests), false});
   reindex_if_names_changed();
 }
 
@@ -172,7 +173,7 @@ void ClusterView::replace_pods(const std::vector<BoundPod>& pods, const InFlight
     entry.used.add(claimed_amounts(entry));
     changed(entry);
   }
-  for (const BoundPod& pod : pods) add_pod(pod.uid, PodEntry{pod.node, pod.requests, pod.costed, pod.group, false});
+  for (const BoundPod& pod : pods) add_pod(pod.uid, PodEntry{pod.node, pod.requests, pod.costed, pod.group, pod.victim, false});
   for (auto it = nodes_.begin(); it != nodes_.end();) erase_if_unused(it++);  // nodes gone whose pods are too
   reindex_if_names_changed();
 }
@@ -187,6 +188,25 @@ void ClusterView::count_in_flight(const std::string& node, const ResourceAmounts
   else it->second.in_flight.subtract(amounts);
   add_usage(node, amounts, add);
   reindex_if_names_changed();
+}
+
+std::vector<NodeInput> ClusterView::PreemptionSnapshot::inputs() const {
+  std::vector<NodeInput> out;
+  for (size_t i = 0; i < nodes.size(); ++i) out.emplace_back(&nodes[i]->view(), &used[i]);
+  return out;
+}
+
+ClusterView::PreemptionSnapshot ClusterView::preemption_snapshot() const {
+  PreemptionSnapshot s;
+  std::shared_lock lock(mutex_);
+  for (const auto& [name, entry] : nodes_) {
+    if (!entry.node) continue;
+    s.nodes.push_back(entry.node);
+    s.used.push_back(entry.used);
+  }
+  for (const auto& [uid, pod] : pods_)
+    if (pod.victim) s.pods.push_back(*pod.victim);
+  return s;
 }
 
 bool ClusterView::has_pod(std::string_view uid) const {

@@ -12,12 +12,17 @@ double seconds_between(GroupBook::Clock::time_point a, GroupBook::Clock::time_po
 }
 }  // namespace
 
-GroupBook::GroupBook(std::shared_ptr<ClusterView> view, std::chrono::milliseconds ttl, std::chrono::milliseconds gate)
-    : view_(std::move(view)), ttl_(ttl), gate_(gate) {}
+GroupBook::GroupBook(std::shared_ptr<ClusterView> view, Options options)
+    : view_(std::move(view)),
+      ttl_(options.ttl),
+      gate_(options.gate),
+      preemption_(options.preemption),
+      preemption_wait_(options.preemption_wait) {}
 
 const char* GroupBook::stage_name(Stage stage) {
   switch (stage) {
     case Stage::kWaiting: return "waiting";
+    case Stage::kPreempting: return "preempting";
     case Stage::kPlanned: return "planned";
     case Stage::kGathering: return "gathering";
     case Stage::kBinding: return "binding";
@@ -37,6 +42,7 @@ size_t GroupBook::count(const Group& group, Member::Step step) {
 GroupBook::Stage GroupBook::stage_of(const Group& group) {
   if (count(group, Member::Step::kBinding) > 0) return Stage::kBinding;
   if (count(group, Member::Step::kAtGate) > 0) return Stage::kGathering;
+  if (group.preempting) return Stage::kPreempting;
   const bool open = std::any_of(group.slots.begin(), group.slots.end(), [](const Slot& s) { return s.member.empty(); });
   return open ? Stage::kPlanned : Stage::kWaiting;
 }
@@ -144,6 +150,7 @@ bool GroupBook::plan(Group& group, const Policy& policy, const Candidates& candi
     return false;
   }
   group.waiting.clear();
+  group.wants_room = false;
   for (const std::string& node : group.plan.slots) {
     count_held(group, node, true);
     group.slots.push_back(Slot{node, ""});
@@ -196,6 +203,9 @@ GroupBook::Admission GroupBook::admit(const PodRequest& pod, const GroupSpec& sp
                " members placed or being bound; this pod waits until one of them is terminating or gone";
     return a;
   }
+  group.priority = pod.priority;
+  group.may_preempt = !pod.never_preempts;
+  if (std::optional<Admission> refused = while_preempting(group, policy)) return *refused;
   const bool open = std::any_of(group.slots.begin(), group.slots.end(), [](const Slot& s) { return s.member.empty(); });
   if (open) {
     Admission planned = planned_admission(group);
@@ -218,12 +228,14 @@ GroupBook::Admission GroupBook::admit(const PodRequest& pod, const GroupSpec& sp
       if (plan(group, policy, candidates, kind)) return planned_admission(group);
     }
     ++stats_.waiting[kind];
+    want_room(group, pod);
     a.reason = group.waiting;
     return a;
   }
   std::string kind;
   if (!plan(group, policy, candidates, kind)) {
     ++stats_.waiting[kind];
+    want_room(group, pod);
     a.reason = group.waiting;
     return a;  // refused, resolvable: capacity may come
   }
@@ -343,7 +355,8 @@ size_t GroupBook::expire(Clock::time_point now) {
   size_t expired = 0;
   for (auto it = groups_.begin(); it != groups_.end();) {
     Group& group = *it->second;
-    if (now - group.last_progress <= ttl_ || stage_of(group) == Stage::kBinding) {
+    const auto allowed = group.preempting ? std::max(ttl_, preemption_wait_) : ttl_;  // victims may take long
+    if (now - group.last_progress <= allowed || stage_of(group) == Stage::kBinding) {
       ++it;
       continue;
     }
@@ -374,6 +387,14 @@ std::optional<GroupBook::Report> GroupBook::report(const std::string& key) const
   r.passed = group.members.size();
   r.seconds_since_first = seconds_between(group.first_seen, Clock::now());
   r.waiting = group.waiting;
+  r.preemption_note = group.preemption_note;
+  if (group.preempting) {
+    r.preempt_domain = group.preempting->domain;
+    for (const PreemptionVictim& v : group.preempting->victims) {
+      r.victims.push_back(v.ns + "/" + v.name);
+      if (view_->has_pod(v.uid)) ++r.victims_left;
+    }
+  }
   for (const Slot& slot : group.slots) r.slots.push_back({slot.node, slot.member});
   return r;
 }

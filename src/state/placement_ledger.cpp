@@ -12,7 +12,8 @@ namespace gpu_extender {
 PlacementLedger::PlacementLedger(std::shared_ptr<ClusterView> view, LedgerOptions options)
     : view_(std::move(view)),
       options_(options),
-      groups_(view_, options.group_ttl, options.group_gate),
+      groups_(view_, GroupBook::Options{options.group_ttl, options.group_gate, options.group_preemption,
+                                        options.group_preemption_wait}),
       expected_binds_(std::make_unique<BindExpectations>()) {}
 
 PlacementLedger::~PlacementLedger() = default;
@@ -78,6 +79,21 @@ GroupBook::Admission PlacementLedger::admit(const PodRequest& pod, const GroupSp
                                             const GroupBook::AnySent& any_sent) {
   std::lock_guard lock(mutex_);
   return groups_.admit(pod, spec, spec_error, policy, candidates, any_sent);
+}
+
+std::vector<GroupBook::RoomWanted> PlacementLedger::groups_wanting_room() {
+  std::lock_guard lock(mutex_);
+  return groups_.groups_wanting_room();
+}
+
+bool PlacementLedger::hold_for_preemption(const std::string& group, const GroupPreemptionPlan& plan) {
+  std::lock_guard lock(mutex_);
+  return groups_.hold_for_preemption(group, plan);
+}
+
+void PlacementLedger::preemption_failed(const std::string& group, const std::string& why) {
+  std::lock_guard lock(mutex_);
+  groups_.preemption_failed(group, why);
 }
 
 std::optional<PendingPod> PlacementLedger::take_pending(std::string_view uid) {

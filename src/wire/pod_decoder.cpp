@@ -1,6 +1,7 @@
 // Decoding a Pod: identity, GPU annotations, and its containers' effective requests.
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 
 #include "object_decoders.h"
 
@@ -238,6 +239,16 @@ void decode_pod(od::object pod, const ViewSchema& schema, PodRequest& out, PodSc
             out.node_name = take_string(s.value(), "nodeName");
           } else if (equals_ignore_case(skey, "schedulerName")) {
             out.scheduler_name = take_string(s.value(), "schedulerName");
+          } else if (equals_ignore_case(skey, "priority")) {
+            od::value v = take(s.value(), "priority", "an integer");
+            if (!take_null(v, "priority")) {
+              const int64_t priority = take(v.get_int64(), "priority", "an integer");
+              if (priority < INT32_MIN || priority > INT32_MAX) throw DecodeError("priority", "out of the int32 range");
+              out.priority = static_cast<int32_t>(priority);
+            }
+          } else if (equals_ignore_case(skey, "preemptionPolicy")) {
+            od::value v = take(s.value(), "preemptionPolicy", "a string");
+            if (!take_null(v, "preemptionPolicy")) out.never_preempts = take_string(od::value(v), "preemptionPolicy") == "Never";
           } else if (equals_ignore_case(skey, "resourceClaims")) {
             decode_pod_claims(take(s.value(), "resourceClaims", "an array"), out);
           } else if (equals_ignore_case(skey, "schedulingGroup") || equals_ignore_case(skey, "workloadRef")) {

@@ -87,6 +87,10 @@ struct PodRequest : PodFacts {
   // Pod deletion cost (deletion_cost.h): the annotation, and the companion saying the extender wrote it.
   std::optional<std::string_view> deletion_cost, deletion_cost_written;
   PodGroupRef group;  // not a fact: a group's members are judged as one (group_plan.h), above the rules
+  // spec.priority (the API server's Priority admission resolves the class into it; 0 when absent) and
+  // spec.preemptionPolicy: Never. Not facts: group preemption (group_preemption.h) reads them.
+  int32_t priority = 0;
+  bool never_preempts = false;
 
   const PodFacts& facts() const { return *this; }
   // A pod that finished no longer holds its resources (Kubernetes' scheduler cache drops it too).

@@ -25,6 +25,7 @@ class ApiClient;
 class Reflector;
 class LeaseElector;
 class DeletionCostKeeper;
+class GroupPreemptor;
 }  // namespace kube
 
 // Pod deletion costs (--deletion-costs): the Lease that elects the one writer, and the writer's pace.
@@ -78,6 +79,9 @@ class KubeConnection {
   // Keep pod deletion costs, once started, with the policy `policy()` returns at each pass. Before start().
   void keep_deletion_costs(const DeletionCostSettings& settings, std::shared_ptr<const PolicyHolder> policies);
   std::optional<DeletionCostStats> deletion_cost_stats() const;  // nullopt when costs are not kept
+  // Make room for pod groups that fit nowhere by evicting pods of lower priority (kube/group_preemptor.h),
+  // once started; with deletion costs kept, only while holding their lease. `instance` reports the events.
+  void preempt_for_groups(std::shared_ptr<const PolicyHolder> policies, const std::string& instance);
 
  private:
   std::shared_ptr<kube::ApiClient> api_;
@@ -88,6 +92,7 @@ class KubeConnection {
   const kube::Reflector* pods_reflector_ = nullptr;  // one of reflectors_: what confirms assumed pods
   std::unique_ptr<kube::LeaseElector> elector_;
   std::unique_ptr<kube::DeletionCostKeeper> cost_keeper_;
+  std::unique_ptr<kube::GroupPreemptor> group_preemptor_;
   std::vector<std::thread> threads_;
   KubeOptions options_;
   std::atomic<bool> stopping_{false};

@@ -24,6 +24,7 @@
 //      violations, its first criterion, are always none: a victim its budget protects is never chosen.
 // Thread-safe: a pure function of its inputs.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -42,6 +43,10 @@ struct PreemptionVictim {
   bool terminating = false;  // leaving already: frees its room without an eviction, counted as still there
   bool budget_refused = false;  // an eviction (dry run) was refused by its PodDisruptionBudget
 };
+
+// What preemption keeps of a bound pod that holds `holds` on its node (its requests, with the GPUs of its
+// claims); null when that is no GPU, whole or shared: evicting it frees nothing a GPU group asks for.
+std::shared_ptr<const PreemptionVictim> preemption_victim_of(const PodRequest& pod, const ResourceAmounts& holds);
 
 struct GroupPreemptionRequest {
   const Policy* policy = nullptr;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "gpu_extender/policy/deletion_cost.h"
+#include "gpu_extender/policy/group_preemption.h"
 #include "gpu_extender/state/node_source.h"
 #include "gpu_extender/common/pod_request.h"
 #include "gpu_extender/usage/usage_source.h"
@@ -53,6 +54,7 @@ class ClusterView final : public UsageSource, public NodeSource {
     ResourceAmounts requests;
     std::shared_ptr<const CostedPod> costed;  // for pod deletion costs; null when costs do not follow it
     std::string group{};  // "namespace/name" of its pod group, "" outside groups
+    std::shared_ptr<const PreemptionVictim> victim{};  // preemption_victim_of: null when it holds no GPU
   };
   void replace_pods(const std::vector<BoundPod>& pods, const InFlightRelease& released = {});
   // DRA ResourceSlices (dra_inventory.h): a node's GPUs from its slices, where it has any, in place of
@@ -147,6 +149,15 @@ class ClusterView final : public UsageSource, public NodeSource {
     const ClusterView& view_;
   };
   void read_slots(const std::function<void(const SlotReader&)>& read) const;
+  // Group preemption (group_preemption.h): every node with its usage, and what the bound pods that hold
+  // GPUs are, copied under one read lock (rare: a group that fits nowhere).
+  struct PreemptionSnapshot {
+    std::vector<std::shared_ptr<const CachedNode>> nodes;
+    std::vector<ResourceAmounts> used;  // per node
+    std::vector<PreemptionVictim> pods;
+    std::vector<NodeInput> inputs() const;  // pointing into this snapshot
+  };
+  PreemptionSnapshot preemption_snapshot() const;
   // What a bound pod holds: its node and requests, when the watch shows it.
   std::optional<std::pair<std::string, ResourceAmounts>> pod_usage(std::string_view uid) const;
 
@@ -217,6 +228,7 @@ class ClusterView final : public UsageSource, public NodeSource {
     ResourceAmounts requests;
     std::shared_ptr<const CostedPod> costed;
     std::string group;
+    std::shared_ptr<const PreemptionVictim> victim;
     bool covered;  // a claim holding GPUs is reserved for it: its GPU request is not counted (counted())
   };
   // Per node name: the node object (null until listed, or after deletion while pods remain) and what

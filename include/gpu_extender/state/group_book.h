@@ -12,6 +12,16 @@
 //      +--- no room -----+                                                            (the book forgets it)
 //   Any stage but binding: no progress for the TTL -> expired (its room given back, the book forgets it).
 //
+//   waiting, and the group may preempt --the preemptor evicts for it--> preempting --its victims gone--> planned
+//
+//   - preempting (group_preemption.h): no domain holds the group, its members may preempt (priority
+//     above the victims', preemptionPolicy not Never) and the preemptor (kube/group_preemptor.h) found
+//     one domain where evicting pods of lower priority makes it fit. The room is held there at once (the
+//     slots of a plan, counted over the victims still terminating, so no other pod takes it) and members
+//     are refused, with the victims still to leave, until every victim is gone; then it is planned.
+//     The victims are evicted once: while they terminate nothing more is evicted for the group. An
+//     eviction refused (a PodDisruptionBudget) gives the room back: the group is preempted for anew.
+//
 //   - planned: a member's /filter found no plan, so the members still to place were planned over the
 //     nodes the scheduler sent (group_plan.h) and every open slot's room is counted on its node at once
 //     (ClusterView::count_in_flight), so that no other pod takes the group's room. A member then passes
@@ -57,16 +67,23 @@
 
 #include "gpu_extender/state/cluster_view.h"
 #include "gpu_extender/policy/group_plan.h"
+#include "gpu_extender/policy/group_preemption.h"
 
 namespace gpu_extender {
 
 class GroupBook {
  public:
   using Clock = std::chrono::steady_clock;
-  enum class Stage : uint8_t { kWaiting, kPlanned, kGathering, kBinding };
+  enum class Stage : uint8_t { kWaiting, kPreempting, kPlanned, kGathering, kBinding };
   static const char* stage_name(Stage stage);
 
-  GroupBook(std::shared_ptr<ClusterView> view, std::chrono::milliseconds ttl, std::chrono::milliseconds gate);
+  struct Options {
+    std::chrono::milliseconds ttl{120000}, gate{4000};
+    bool preemption = true;  // groups that fit nowhere ask for room (groups_wanting_room)
+    // Victims still terminating after this give the room back (a grace period longer than any sane one).
+    std::chrono::milliseconds preemption_wait{600000};
+  };
+  GroupBook(std::shared_ptr<ClusterView> view, Options options);
 
   // What a member's /filter and /prioritize follow.
   struct Admission {
@@ -114,6 +131,22 @@ class GroupBook {
   // Groups without progress for more than the TTL give their room back; how many did.
   size_t expire(Clock::time_point now = Clock::now());
 
+  // --- group preemption: what the preemptor (kube/group_preemptor.h) asks and tells ---
+  // A group that found no room and whose members may preempt, not asked for lately.
+  struct RoomWanted {
+    GroupSpec spec;
+    PodFacts member;
+    int32_t priority = 0;
+    int64_t needed = 0;  // members still to place
+  };
+  std::vector<RoomWanted> groups_wanting_room(Clock::time_point now = Clock::now());
+  // The preemptor found room by evicting `plan.victims`: held now (true), or not (the group is gone,
+  // placed or planned meanwhile: nothing may be evicted for it).
+  bool hold_for_preemption(const std::string& key, const GroupPreemptionPlan& plan);
+  // Nothing can be evicted for the group (why, for explain), or an eviction failed: the room held for
+  // it, if any, is given back and it is asked for again later.
+  void preemption_failed(const std::string& key, const std::string& why);
+
   // A group's state, for /explain and logs.
   struct Report {
     GroupSpec spec;
@@ -126,6 +159,12 @@ class GroupBook {
     size_t bound = 0, passed = 0;  // passed: bound, binding or waiting at the gate
     double seconds_since_first = 0;
     std::string waiting;  // why, in stage kWaiting
+    // Preemption: the domain room is made in and its victims ("namespace/name"), those still to leave,
+    // and the last attempt's outcome when none could be chosen.
+    std::string preempt_domain;
+    std::vector<std::string> victims;
+    size_t victims_left = 0;
+    std::string preemption_note;
   };
   std::optional<Report> report(const std::string& key) const;
 
@@ -133,6 +172,8 @@ class GroupBook {
     uint64_t planned = 0, placed = 0, expired = 0;
     uint64_t moved = 0;        // plans made again because the scheduler no longer sent their nodes
     uint64_t gate_timeouts = 0;  // member binds refused because the rest of the group did not come
+    uint64_t preemptions = 0, preemption_victims = 0;  // rooms made by eviction, and the pods evicted
+    uint64_t preemptions_failed = 0;                   // rooms given back (an eviction refused, victims too slow)
     std::map<std::string, uint64_t> waiting;  // refusals of a member, by reason: no_domain, no_room, invalid, full
     int64_t reserved_gpus_milli = 0;          // held for members still to place
     size_t groups = 0;                        // known to the book now
@@ -164,6 +205,18 @@ class GroupBook {
     std::string waiting;  // why no plan, while none
     bool gone = false;    // expired or placed: a member still at its gate is refused
     std::set<std::string> sent_back;  // members taken from the gate by a new plan: their binds are refused
+    // Preemption: the members' priority, and whether they may preempt (the last member seen says).
+    int32_t priority = 0;
+    bool may_preempt = false;
+    bool wants_room = false;           // found no room: the preemptor's cue
+    Clock::time_point room_asked_at{};  // when the preemptor last took the cue
+    struct Preempting {
+      std::string domain;
+      std::vector<PreemptionVictim> victims;
+      Clock::time_point since;
+    };
+    std::optional<Preempting> preempting;
+    std::string preemption_note;
   };
   using GroupPtr = std::shared_ptr<Group>;
   static Stage stage_of(const Group& group);
@@ -182,8 +235,15 @@ class GroupBook {
   bool plan(Group& group, const Policy& policy, const Candidates& candidates, std::string& reason_kind);
   Admission planned_admission(const Group& group) const;
 
+  // Preempting: refused with the victims still to leave; nullopt once all are gone (then planned).
+  std::optional<Admission> while_preempting(Group& group, const Policy& policy);
+  // No room: the group asks for some when its members may preempt.
+  void want_room(Group& group, const PodRequest& pod);
+
   std::shared_ptr<ClusterView> view_;
   std::chrono::milliseconds ttl_, gate_;
+  bool preemption_;
+  std::chrono::milliseconds preemption_wait_;
   std::condition_variable gate_changed_;  // a gate opened, or a group was forgotten (waited with the ledger's lock)
   std::unordered_map<std::string, GroupPtr> groups_;
   Stats stats_;

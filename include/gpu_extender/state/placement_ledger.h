@@ -61,6 +61,8 @@ struct LedgerOptions {
   std::chrono::milliseconds pending_ttl{300000};  // a pod seen in /filter and never bound
   std::chrono::milliseconds group_ttl{120000};    // room held for a group without progress
   std::chrono::milliseconds group_gate{4000};     // a member's /bind waits this long for the rest
+  bool group_preemption = true;                   // groups that fit nowhere may have room made by eviction
+  std::chrono::milliseconds group_preemption_wait{600000};  // for the victims to leave
 };
 
 class PlacementLedger {
@@ -83,6 +85,11 @@ class PlacementLedger {
   GroupBook::Admission admit(const PodRequest& pod, const GroupSpec& spec, const std::string& spec_error,
                              const Policy& policy, const GroupBook::Candidates& candidates,
                              const GroupBook::AnySent& any_sent);
+
+  // --- group preemption (GroupBook's, under the ledger's lock) ---
+  std::vector<GroupBook::RoomWanted> groups_wanting_room();
+  bool hold_for_preemption(const std::string& group, const GroupPreemptionPlan& plan);
+  void preemption_failed(const std::string& group, const std::string& why);
 
   // --- /bind ---
   std::optional<PendingPod> take_pending(std::string_view uid);

@@ -156,6 +156,7 @@ TEST_CASE("group book: no domain holds the group: refused with the reason, nothi
   Cluster c(2, 2);
   PlacementLedger book(c.view);
   Member m(0, 8, "3");
+  m.pod.never_preempts = true;  // preemptionPolicy: Never (preemption: group_book_preemption_test.cpp)
   for (int attempt = 0; attempt < 2; ++attempt) {
     const GroupBook::Admission a = admit(book, c, m.pod);
     CHECK(a.kind == Kind::kRefused);
