@@ -58,6 +58,12 @@ std::string render_group_table(const GroupExplanation& g) {
     out += "  members bound: " + std::to_string(g.bound) + ", passed (bound, binding or at the gate): " +
            std::to_string(g.passed) + "\n";
     for (const auto& [node, member] : g.slots) out += "  slot " + node + ": " + (member.empty() ? "held" : "taken by " + member) + "\n";
+    if (!g.preempt_domain.empty()) {
+      out += "  preempting in " + g.preempt_domain + ": " + std::to_string(g.victims_left) + " of " +
+             std::to_string(g.victims.size()) + " victim(s) still to leave\n";
+      for (const std::string& v : g.victims) out += "  victim " + v + "\n";
+    }
+    if (!g.preemption_note.empty()) out += "  preemption: " + g.preemption_note + "\n";
   } else {
     for (size_t i = 0; i < g.plan.slots.size(); ++i) out += "  member " + std::to_string(i) + " -> " + g.plan.slots[i] + "\n";
   }
@@ -115,7 +121,16 @@ void append_group_json(std::string& out, const GroupExplanation& g) {
   }
   out += "],\"bound\":" + std::to_string(g.bound) + ",\"passed\":" + std::to_string(g.passed) + ",\"stage\":";
   append_json_string(out, g.stage);
-  out += "}";
+  out += ",\"preemption\":{\"domain\":";
+  append_json_string(out, g.preempt_domain);
+  out += ",\"victims\":[";
+  for (size_t i = 0; i < g.victims.size(); ++i) {
+    if (i) out += ",";
+    append_json_string(out, g.victims[i]);
+  }
+  out += "],\"victimsLeft\":" + std::to_string(g.victims_left) + ",\"note\":";
+  append_json_string(out, g.preemption_note);
+  out += "}}";
 }
 
 }  // namespace gpu_extender

@@ -22,6 +22,7 @@ KIND_PATHS = {
     "PriorityClass": ("/apis/scheduling.k8s.io/v1", "priorityclasses", False),
     "ReplicaSet": ("/apis/apps/v1", "replicasets", True),
     "Job": ("/apis/batch/v1", "jobs", True),
+    "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", True),
     "DeviceClass": ("/apis/resource.k8s.io/v1", "deviceclasses", False),
     "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices", False),
     "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims", True),

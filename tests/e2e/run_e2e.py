@@ -25,6 +25,7 @@ import burst_scenarios  # noqa: E402
 import deletion_cost_scenarios  # noqa: E402
 import dra_scenarios  # noqa: E402
 import gpu_sharing_scenarios  # noqa: E402
+import group_preemption_scenarios  # noqa: E402
 import group_scenarios  # noqa: E402
 import helm_scenarios  # noqa: E402
 import native_group_scenarios  # noqa: E402
@@ -37,7 +38,7 @@ import throughput_scenarios  # noqa: E402
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 # The scenario modules, each its SCENARIOS in order: the suite runs them in this order.
 MODULES = [placement_scenarios, burst_scenarios, gpu_sharing_scenarios, deletion_cost_scenarios, group_scenarios,
-           preemption_scenarios, native_group_scenarios, dra_scenarios, autoscaler_scenarios, helm_scenarios,
+           preemption_scenarios, group_preemption_scenarios, native_group_scenarios, dra_scenarios, autoscaler_scenarios, helm_scenarios,
            throughput_scenarios]
 
 

@@ -60,8 +60,8 @@ TEST_CASE("deploy: every object is well-formed, every container bounded and lock
   REQUIRE(role);
   // Exactly what the code uses (rbac_test.cpp runs the binary to check it): the reflectors' list/watch of
   // pods, nodes, ResourceSlices, ResourceClaims, ResourceClaimTemplates and DeviceTaintRules (group resource.k8s.io), the
-  // binder's GET of a pod and POST of pods/binding (src/kube/api_binder.cpp). No events: the extender
-  // records none.
+  // binder's GET of a pod and POST of pods/binding (src/kube/api_binder.cpp); group preemption's
+  // evictions and the Preempted event on each victim (src/kube/api_evictor.cpp).
   std::set<std::string> granted;
   for (const auto& rule : (*role)["rules"])
     for (const auto& resource : rule["resources"])
@@ -69,7 +69,7 @@ TEST_CASE("deploy: every object is well-formed, every container bounded and lock
   CHECK(granted == std::set<std::string>{"pods:get", "pods:list", "pods:watch", "nodes:list", "nodes:watch",
                                          "resourceslices:list", "resourceslices:watch", "resourceclaims:list",
                                          "resourceclaims:watch", "resourceclaimtemplates:list",
-                                         "resourceclaimtemplates:watch", "devicetaintrules:list",
+                                         "resourceclaimtemplates:watch", "devicetaintrules:list", "pods/eviction:create", "events:create",
                                          "devicetaintrules:watch", "pods/binding:create"});
   const YAML::Node* auth = find(docs, "RoleBinding", "gpu-scheduler-extension-apiserver-authentication-reader");
   REQUIRE(auth);

@@ -315,7 +315,7 @@ void FakeApiServer::send_bookmarks() {
 void FakeApiServer::count(const httplib::Request& req, const httplib::Response& res) {
   std::string path = req.path;
   std::string kind;
-  for (const char* k : {"binding", "leases", "pods", "nodes", "resourceslices", "resourceclaimtemplates", "resourceclaims",
+  for (const char* k : {"binding", "eviction", "events", "leases", "pods", "nodes", "resourceslices", "resourceclaimtemplates", "resourceclaims",
                         "devicetaintrules"})
     if (path.find(std::string("/") + k) != std::string::npos) {
       kind = k;

@@ -8,7 +8,7 @@
 //   with one ERROR event carrying a 410 Expired Status;
 // - field selectors with =, == and !=, on the fields each kind supports (400 for any other);
 // - GET of a pod; POST .../binding answering 201, 400 (a Binding for another pod than the URL's), 404
-//   and 409 as the real one does; PATCH of a pod with a JSON merge patch (metadata.uid immutable);
+//   and 409 as the real one does; POST .../eviction (see evictions()) and .../events; PATCH of a pod with a JSON merge patch (metadata.uid immutable);
 // - Leases: create; PUT only with the current resourceVersion (409 Conflict otherwise, 422 without
 //   one), a PUT of a missing Lease creates it; spec.renewTime and acquireTime must be MicroTime.
 // Faults on demand: failing binds, dropped watch streams, ERROR events, slow answers, split lines.
@@ -114,6 +114,13 @@ class FakeApiServer {
   // the Status message the API server would answer.
   std::string bind_pod(const std::string& ns, const std::string& name, const std::string& uid, const std::string& node);
   std::vector<Binding> bindings() const;
+  // Evictions (policy/v1, POST .../pods/NAME/eviction): 201, 404 (no such pod), 409 (the UID
+  // precondition fails), 429 for a pod protect_from_eviction() names (its budget allows no disruption);
+  // ?dryRun=All changes nothing; otherwise the pod is deleted at once (no kubelet to wait for).
+  void protect_from_eviction(const std::string& ns_name);
+  std::vector<std::string> evictions() const;  // "ns/name", real ones, in order
+  // core/v1 Events posted (POST .../events), as sent.
+  std::vector<json> posted_events() const;
   int list_requests(const std::string& resource) const;
   int watch_requests(const std::string& resource) const;
   std::vector<std::string> seen_tokens() const;
@@ -152,6 +159,7 @@ class FakeApiServer {
   void watch(const std::string& resource, const httplib::Request& req, httplib::Response& res);
   void bind(const httplib::Request& req, httplib::Response& res, const std::string& ns, const std::string& name);
   void patch_pod(const httplib::Request& req, httplib::Response& res, const std::string& ns, const std::string& name);
+  void evict(const httplib::Request& req, httplib::Response& res, const std::string& ns, const std::string& name);
   bool stream_watch(WatchState& w, httplib::DataSink& sink);
   void count(const httplib::Request& req, const httplib::Response& res);
   bool bad_request(httplib::Response& res, const std::string& message);
@@ -184,6 +192,9 @@ class FakeApiServer {
   std::set<std::string> tokens_{"test-token"};
   std::vector<std::string> seen_tokens_;
   std::vector<Binding> bindings_;
+  std::set<std::string> eviction_protected_;
+  std::vector<std::string> evictions_;
+  std::vector<json> posted_events_;
   std::map<std::string, int> lists_, watches_;
   std::map<std::string, std::string> last_watch_query_;
   int fail_binds_ = 0, fail_status_ = 500;

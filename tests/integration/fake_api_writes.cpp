@@ -14,6 +14,20 @@ void FakeApiServer::install_write_routes() {
                  if (!authorised(req, res)) return;
                  bind(req, res, req.matches[1].str(), req.matches[2].str());
                });
+  server_.Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/eviction)",
+               [this](const httplib::Request& req, httplib::Response& res) {
+                 if (!authorised(req, res)) return;
+                 evict(req, res, req.matches[1].str(), req.matches[2].str());
+               });
+  server_.Post(R"(/api/v1/namespaces/([^/]+)/events)", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!authorised(req, res)) return;
+    const json event = json::parse(req.body, nullptr, false);
+    if (event.is_discarded() || event.value("kind", "") != "Event") return (void)bad_request(res, "not an Event");
+    std::lock_guard<std::mutex> lock(mutex_);
+    posted_events_.push_back(event);
+    res.status = 201;
+    res.set_content(event.dump(), "application/json");
+  });
   server_.Patch(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
     if (!authorised(req, res)) return;
     patch_pod(req, res, req.matches[1].str(), req.matches[2].str());
@@ -104,6 +118,46 @@ void FakeApiServer::store_lease(const std::string& key, json lease, httplib::Res
   ++lease_writes_;
   res.status = code;
   res.set_content(lease.dump(), "application/json");
+}
+
+// pkg/registry/core/pod/storage/eviction.go: EvictionREST.Create, without the budgets' arithmetic.
+void FakeApiServer::evict(const httplib::Request& req, httplib::Response& res, const std::string& ns,
+                          const std::string& name) {
+  const json eviction = json::parse(req.body, nullptr, false);
+  if (eviction.is_discarded() || eviction.value("kind", "") != "Eviction")
+    return (void)bad_request(res, "the object provided is unrecognized");
+  if (eviction["metadata"].value("name", "") != name)
+    return (void)bad_request(res, "name in URL does not match name in Eviction object");
+  const std::string key = ns + "/" + name;
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto it = pods_.find(key);
+  if (it == pods_.end()) return respond(res, 404, "NotFound", "pods \"" + name + "\" not found");
+  const std::string uid = eviction.value("/deleteOptions/preconditions/uid"_json_pointer, "");
+  if (!uid.empty() && uid != it->second["metadata"]["uid"])
+    return respond(res, 409, "Conflict", "Precondition failed: UID in precondition does not match");
+  if (eviction_protected_.count(key))
+    return respond(res, 429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.");
+  res.status = 201;
+  res.set_content(R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":201})", "application/json");
+  if (req.get_param_value("dryRun") == "All") return;
+  evictions_.push_back(key);
+  lock.unlock();
+  delete_pod(ns, name);
+}
+
+void FakeApiServer::protect_from_eviction(const std::string& ns_name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  eviction_protected_.insert(ns_name);
+}
+
+std::vector<std::string> FakeApiServer::evictions() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return evictions_;
+}
+
+std::vector<json> FakeApiServer::posted_events() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return posted_events_;
 }
 
 void FakeApiServer::bind(const httplib::Request& req, httplib::Response& res, const std::string& ns,

@@ -41,7 +41,7 @@ TEST_CASE("kube: /preempt keeps candidates that pass after eviction, answers UID
   // A victim the view does not know frees nothing: a100-8 still has only 2 free GPUs.
   const json unknown = {{"Pod", pod}, {"NodeNameToMetaVictims", {{"a100-8", {{"Pods", {{{"UID", "uid-nobody"}}}}, {"NumPDBViolations", 0}}}}}};
   CHECK(post_json(p, "/preempt", unknown)["NodeNameToMetaVictims"] == json::object());
-  // A group member: groups are left out of preemption, so no candidate is kept, not even a100-8.
+  // A group member: the extender preempts for its whole group itself, so no candidate is kept, not even a100-8.
   json member = pod;
   member["metadata"]["annotations"]["gpu.nvidia.com/group"] = "trainer";
   member["metadata"]["annotations"]["gpu.nvidia.com/group-size"] = "2";

@@ -37,26 +37,29 @@ namespace {
 constexpr auto kPatience = std::chrono::seconds(20);
 
 // The features that reach the API server, each run apart so that its calls are known as its own.
-enum class Feature { kWatchAndBind, kGpuShare, kDeletionCosts, kDcgm };
+enum class Feature { kWatchAndBind, kGpuShare, kDeletionCosts, kDcgm, kGroupPreemption };
 const char* name_of(Feature f) {
   switch (f) {
     case Feature::kWatchAndBind: return "watch and bind";
     case Feature::kGpuShare: return "GPU sharing";
     case Feature::kDeletionCosts: return "deletion costs";
     case Feature::kDcgm: return "DCGM through Prometheus";
+    case Feature::kGroupPreemption: return "group preemption";
   }
   return "?";
 }
 
 // What a rendered file turns on: the watch and /bind always; GPU sharing when its scheduler sends pods
 // asking shared GPU memory to the extender (without gpushare's device plugin no node offers that memory,
-// so no such pod ever reaches /bind); deletion costs and DCGM by the Deployment's flags.
+// so no such pod ever reaches /bind); deletion costs and DCGM by the Deployment's flags; group
+// preemption unless they turn it off.
 std::set<Feature> features_of(const std::vector<YAML::Node>& docs) {
-  std::set<Feature> out{Feature::kWatchAndBind};
+  std::set<Feature> out{Feature::kWatchAndBind, Feature::kGroupPreemption};
   const YAML::Node* deployment = named(docs, "Deployment", "gpu-extender");
   REQUIRE(deployment);
   for (const std::string& a : container_args(extender_container(*deployment))) {
     if (a == "--deletion-costs") out.insert(Feature::kDeletionCosts);
+    if (a == "--no-group-preemption") out.erase(Feature::kGroupPreemption);
     if (a.rfind("--prometheus-url=", 0) == 0) out.insert(Feature::kDcgm);
   }
   if (const YAML::Node* config_map = named(docs, "ConfigMap", "gpu-scheduler-config")) {
@@ -182,7 +185,8 @@ std::set<Access> calls_of(Feature feature) {
   std::unique_ptr<ProxiedPrometheus> prometheus;
   std::vector<std::string> own;
   switch (feature) {
-    case Feature::kWatchAndBind: own = rendered_args(""); break;
+    case Feature::kWatchAndBind:
+    case Feature::kGroupPreemption: own = rendered_args(""); break;
     case Feature::kGpuShare: own = rendered_args("gpu-share"); break;
     case Feature::kDeletionCosts:
       // The Deployment's POD_NAMESPACE is its own namespace, gpu-extender; quicker renewals than deployed.
@@ -228,6 +232,17 @@ std::set<Access> calls_of(Feature feature) {
       case Feature::kDcgm:
         REQUIRE(eventually([&] { return !prometheus->tokens().empty(); }, kPatience));
         break;
+      case Feature::kGroupPreemption: {
+        // A group of one 8-GPU pod at priority 1000 that fits nowhere: "running" (2 GPUs, priority 0)
+        // is evicted from node-a, dry run then for real, with an event.
+        json member = test_support::make_pod("ml", "trainer", "uid-trainer", "", 8, 0, "Pending");
+        member["spec"]["priority"] = 1000;
+        member["metadata"]["annotations"]["gpu.nvidia.com/group"] = "train";
+        member["metadata"]["annotations"]["gpu.nvidia.com/group-size"] = "1";
+        test_support::post(p, "/filter", json({{"Pod", member}, {"Nodes", nullptr}, {"NodeNames", {"node-a"}}}).dump());
+        REQUIRE(eventually([&] { return !api.posted_events().empty(); }, kPatience));
+        break;
+      }
     }
     CHECK(p.stop() == 0);
   }
@@ -258,7 +273,8 @@ std::string list(const std::set<Access>& accesses) {
 
 TEST_CASE("rbac: the extender's rendered grants are exactly the API calls the binary makes, both ways") {
   std::map<Feature, std::set<Access>> calls;
-  for (Feature f : {Feature::kWatchAndBind, Feature::kGpuShare, Feature::kDeletionCosts, Feature::kDcgm})
+  for (Feature f : {Feature::kWatchAndBind, Feature::kGpuShare, Feature::kDeletionCosts, Feature::kDcgm,
+                    Feature::kGroupPreemption})
     calls[f] = calls_of(f);
   // What each feature calls, as the code reads (src/kube): the reflectors' list and watch of pods, nodes
   // and the DRA kinds, /bind's get of a pod and create of its binding; the patch of a pod's annotations;
@@ -272,6 +288,8 @@ TEST_CASE("rbac: the extender's rendered grants are exactly the API calls the bi
   for (const char* verb : {"get", "update"})
     CHECK(calls[Feature::kDeletionCosts].count({"coordination.k8s.io", "leases", verb, "gpu-extender", "gpu-extender-deletion-costs"}));
   CHECK(calls[Feature::kDeletionCosts].count({"coordination.k8s.io", "leases", "create", "gpu-extender", ""}));
+  CHECK(calls[Feature::kGroupPreemption].count({"", "pods/eviction", "create", "ml", "running"}));
+  CHECK(calls[Feature::kGroupPreemption].count({"", "events", "create", "ml", ""}));
 
   std::vector<std::string> files{""};
   for (const char* example : {"cert-manager", "custom-policy", "deletion-costs", "dra-claims", "eks-auto-mode", "eks-karpenter",
@@ -317,6 +335,6 @@ TEST_CASE("rbac: the extender's rendered grants are exactly the API calls the bi
             }
           }
   }
-  CHECK(seen.size() == 4);  // each feature's calls were checked against some file
+  CHECK(seen.size() == 5);  // each feature's calls were checked against some file
 }
 

@@ -47,6 +47,12 @@ struct GroupExplanation {
   size_t passed = 0;       // live: members bound, binding or waiting at the gate
   std::string stage;       // live: waiting, planned, gathering, binding (group_book.h)
   std::vector<std::pair<std::string, std::string>> slots;  // live: node, and the member that took it ("" open)
+  // Live, group preemption (group_preemption.h): the domain room is being made in, its victims
+  // ("namespace/name") and how many are still to leave; or, when none could be chosen, why.
+  std::string preempt_domain;
+  std::vector<std::string> victims;
+  size_t victims_left = 0;
+  std::string preemption_note;
 };
 
 // The group explanation of `pod` over `nodes`, when it is in a group: the plan it would get now.

@@ -8,7 +8,7 @@ namespace {
 // From a few seconds (a job's pods created together) to past the default 2-minute TTL.
 const prometheus::Histogram::BucketBoundaries kPlacementBuckets = {0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600};
 // Refusals of a group's member, by why; each present from the start so that rate() sees zeros.
-constexpr const char* kWaitReasons[] = {"no_domain", "no_room", "invalid", "full"};
+constexpr const char* kWaitReasons[] = {"no_domain", "no_room", "invalid", "full", "preempting"};
 
 }  // namespace
 
@@ -28,6 +28,9 @@ std::vector<prometheus::MetricFamily> GroupMetrics::collect() const {
   out.push_back(single(Metric::kGroupsExpiredTotal, static_cast<double>(s.expired)));
   out.push_back(single(Metric::kGroupsMovedTotal, static_cast<double>(s.moved)));
   out.push_back(single(Metric::kGroupGateTimeoutsTotal, static_cast<double>(s.gate_timeouts)));
+  out.push_back(single(Metric::kGroupPreemptionsTotal, static_cast<double>(s.preemptions)));
+  out.push_back(single(Metric::kGroupPreemptionVictimsTotal, static_cast<double>(s.preemption_victims)));
+  out.push_back(single(Metric::kGroupPreemptionsFailedTotal, static_cast<double>(s.preemptions_failed)));
   prometheus::MetricFamily waits = family(Metric::kGroupWaitsTotal);
   for (const char* reason : kWaitReasons) {
     auto it = s.waiting.find(reason);

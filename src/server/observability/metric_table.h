@@ -120,7 +120,13 @@
   METRIC(kGroupGateTimeoutsTotal, "gpu_extender_group_gate_timeouts_total", Counter, \
          "Group members whose /bind was refused because the rest of the group did not pass within --group-gate-ms (nothing of the group bound).") \
   METRIC(kGroupWaitsTotal, "gpu_extender_group_waits_total", Counter, \
-         "Group members refused everywhere, by reason: no_domain (no domain of the required level holds the group), no_room (the cluster does not), invalid (annotations), full (every member place taken).") \
+         "Group members refused everywhere, by reason: no_domain (no domain of the required level holds the group), no_room (the cluster does not), invalid (annotations), full (every member place taken), preempting (the pods evicted for it are still terminating).") \
+  METRIC(kGroupPreemptionsTotal, "gpu_extender_group_preemptions_total", Counter, \
+         "Pod groups that had room made in one domain by evicting pods of lower priority.") \
+  METRIC(kGroupPreemptionVictimsTotal, "gpu_extender_group_preemption_victims_total", Counter, \
+         "Pods evicted (Eviction API) to make room for pod groups.") \
+  METRIC(kGroupPreemptionsFailedTotal, "gpu_extender_group_preemptions_failed_total", Counter, \
+         "Rooms made for pod groups and given back: an eviction refused after its dry run, or the victims did not leave within --group-preemption-wait-seconds.") \
   METRIC(kGroupsReservedGpus, "gpu_extender_groups_reserved_gpus", Gauge, \
          "GPUs held for group members still to place.") \
   METRIC(kGroups, "gpu_extender_groups", Gauge, \

@@ -84,6 +84,10 @@ int explain(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
       e.group->stage = GroupBook::stage_name(report->stage);
       e.group->slots.clear();
       for (const auto& slot : report->slots) e.group->slots.emplace_back(slot.node, slot.member);
+      e.group->preempt_domain = report->preempt_domain;
+      e.group->victims = report->victims;
+      e.group->victims_left = report->victims_left;
+      e.group->preemption_note = report->preemption_note;
     }
   for (std::string_view name : unknown) {
     NodeExplanation n;

@@ -1,11 +1,10 @@
 // POST /preempt: of the scheduler's candidate nodes, keeps those where the pod would pass the filter
 // once their victims are gone. Only shrinks the set: a node with no victims is an error in the scheduler.
 //
-// A member of a pod group (group_plan.h) keeps none: groups are left out of preemption. The scheduler
-// asks for one member at a time, and evicting for one member places nothing of a group that is placed
-// whole or not at all (its plan decides where each member goes, and a node outside the plan is refused
-// after the eviction anyway); victims chosen for the whole group at once are what Kueue and
-// coscheduling do, outside an extender's reach. A group waits for room instead, with its reason.
+// A member of a pod group (group_plan.h) keeps none: the scheduler asks for one member at a time, and
+// evicting for one member places nothing of a group that is placed whole or not at all (its plan decides
+// where each member goes, and a node outside the plan is refused after the eviction anyway). The extender
+// makes room for the whole group itself, in one domain (kube/group_preemptor.h).
 #include <algorithm>
 
 #include "gpu_extender/policy/gpu_share.h"
@@ -69,7 +68,7 @@ int preempt(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
   summary.nodes_in = args.candidates.size();
   std::string group_error;
   if (group_spec_of(args.pod, ws.policy->schema(), group_error)) {
-    summary.detail = "a member of group " + PendingPod::group_key_of(args.pod) + ": groups are left out of preemption";
+    summary.detail = "a member of group " + PendingPod::group_key_of(args.pod) + ": the extender preempts for its group as a whole (docs/pod-groups.md)";
     encode_preemption_result(args, std::vector<bool>(args.candidates.size(), false), ws.answer);
     return 200;
   }

@@ -77,7 +77,7 @@ struct Bed {
 
 }  // namespace
 
-TEST_CASE("group preemptor: one victim makes nn-a whole; the room is held while it terminates, then planned") {
+TEST_CASE("group preemptor: one victim makes nn-a whole, the room is held while it terminates, then planned") {
   Bed bed;
   Running& a3 = bed.run("low-a3", "nn-a-3", 8, 0);
   bed.run("low-b0", "nn-b-0", 8, 0);
@@ -161,7 +161,7 @@ TEST_CASE("group preemptor: a victim its budget protects (dry run refused) is re
   CHECK(bed.ledger->group_report("default/llama")->preempt_domain.find("nn-b") != std::string::npos);
 }
 
-TEST_CASE("group preemptor: an eviction refused after its dry run gives the room back; nothing is placed split") {
+TEST_CASE("group preemptor: an eviction refused after its dry run gives the room back and nothing is placed split") {
   Bed bed;
   bed.run("low-b0", "nn-b-0", 8, 0);
   bed.run("low-b1", "nn-b-1", 8, 0);

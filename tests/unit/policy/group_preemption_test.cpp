@@ -80,7 +80,7 @@ std::set<std::string> blocks_of(const std::vector<std::string>& slots) {
 
 }  // namespace
 
-TEST_CASE("group preemption: one victim makes nn-a whole; nn-b's two are left alone") {
+TEST_CASE("group preemption: one victim makes nn-a whole, nn-b's two are left alone") {
   Cluster c;
   c.run("low-a3", "nn-a-node-3", 8, 0);
   c.run("low-b0", "nn-b-node-0", 8, 0);
@@ -110,7 +110,7 @@ TEST_CASE("group preemption: a middle group uses nn-b while the first holds nn-a
   CHECK(blocks_of(plan.slots) == std::set<std::string>{"nn-b"});
 }
 
-TEST_CASE("group preemption: never a pod of equal or higher priority; the lowest group evicts nothing") {
+TEST_CASE("group preemption: never a pod of equal or higher priority, the lowest group evicts nothing") {
   Cluster c;
   for (int i = 0; i < 4; ++i) c.run("a" + std::to_string(i), "nn-a-node-" + std::to_string(i), 8, 0);
   for (int i = 0; i < 4; ++i) c.run("b" + std::to_string(i), "nn-b-node-" + std::to_string(i), 8, 100);
