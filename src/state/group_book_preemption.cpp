@@ -103,6 +103,7 @@ std::optional<GroupBook::Admission> GroupBook::while_preempting(Group& group, co
   if (left.size() > kVictimsNamed) names += ", ...";
   ++stats_.waiting["preempting"];
   Admission a;
+  a.victims_leaving = true;
   a.reason = describe_group(group.spec, group.member, group.spec.size, policy.schema()) + " has room made for it in " +
              p.domain + ": " + std::to_string(left.size()) + " of the " + std::to_string(p.victims.size()) +
              " pod(s) of lower priority evicted for it still terminating (" + names + ")";

@@ -36,8 +36,9 @@ def running(env, ns, name, node, priority_class="e2e-low", grace=0, labels=None)
 
 
 class Kubelets:
-    """Confirms the deletion of terminating pods in `ns` once their grace period has passed, as the kubelet
-    of their node would after stopping their containers."""
+    """What the kubelets of `ns`'s pods would do: report a bound pod Running and Ready (the Eviction API lets
+    a Pending pod go whatever its PodDisruptionBudget says, so a budget protects only running pods), and
+    confirm the deletion of a terminating pod once its grace period has passed."""
 
     def __init__(self, api, ns):
         self.api, self.ns = api, ns
@@ -52,6 +53,9 @@ class Kubelets:
             for p in self.api.pods(self.ns):
                 meta = p["metadata"]
                 if not meta.get("deletionTimestamp"):
+                    if p["spec"].get("nodeName") and p.get("status", {}).get("phase") == "Pending":
+                        self.api.merge_patch(f"/api/v1/namespaces/{self.ns}/pods/{meta['name']}/status", {"status": {
+                            "phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}})
                     continue
                 due = datetime.datetime.fromisoformat(meta["deletionTimestamp"].replace("Z", "+00:00"))
                 if now >= due:
@@ -133,11 +137,12 @@ def group_preemption_budgets(env):
     # The guarded pod is the better victim by rank (priority 50 against 100): only its budget sends the job to b.
     running(env, ns, "guarded-a1", "block-a-1", priority_class="e2e-lowest", labels={"app": "guarded"})
     running(env, ns, "slow-b1", "block-b-1", grace=6)
+    kubelets = Kubelets(env.api, ns)
+    kube.wait_for("the pods running", lambda: all(p["status"].get("phase") == "Running" for p in env.api.pods(ns)))
     env.api.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                     "metadata": {"name": "guarded", "namespace": ns},
                     "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}}}, ok_exists=True)
     env.deploy("names")
-    kubelets = Kubelets(env.api, ns)
     try:
         env.api.create(group_job(ns, "train", 2, "e2e-high"))
         kube.wait_for("slow-b1 terminating", lambda: not alive(env.api, ns, "slow-b1"), 60)

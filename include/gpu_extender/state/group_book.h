@@ -97,6 +97,9 @@ class GroupBook {
     std::string reason;
     std::vector<std::string> open;  // kPlanned: the planned nodes with a slot left, sorted, each once
     std::string plan;               // kPlanned: where the group goes, for reasons ("nn-c: 3 nodes")
+    // kRefused while the pods evicted for the group terminate: their deletions may be on their way to
+    // the watch (the scheduler retries the member on the deletion it saw), so /filter catches up first.
+    bool victims_leaving = false;
   };
   // The request's nodes with their usage (the planning candidates), read only to plan, under the
   // book's lock, so that two groups planned at once see each other's holds.

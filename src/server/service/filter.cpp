@@ -120,8 +120,21 @@ int filter(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
   }
   FilterScratch& scratch = ws.filter;
   scratch.verdict_of.resize(args.node_names.size());
+  // With --view-catch-up-ms 0 there is no view to catch up with: the watch is never hurried either.
+  const ClusterView* view = ctx.parts.view_catch_up.count() > 0 ? ctx.parts.cluster.get() : nullptr;
   std::string group_error;
-  const GroupJudgement group = judge_group_member(ctx, ws, args, group_error);
+  uint64_t group_seen = view ? view->change_count() : 0;
+  GroupJudgement group = judge_group_member(ctx, ws, args, group_error);
+  if (group == GroupJudgement::kJudged && view && ws.group.admission.victims_leaving) {
+    // The scheduler retries a member on the deletion of a pod evicted for its group, which this watch
+    // may not have read yet: wait for it as a preemptor waits for its victims (see worth_catching_up).
+    const auto deadline = ClusterView::Clock::now() + std::max<std::chrono::milliseconds>(ctx.parts.view_catch_up,
+                                                                                          PreemptorMemory::kCatchUp);
+    while (ws.group.admission.victims_leaving && view->catch_up(group_seen, deadline, true)) {
+      group_seen = view->change_count();
+      group = judge_group_member(ctx, ws, args, group_error);
+    }
+  }
   if (group == GroupJudgement::kNoClusterView) {
     encode_filter_error(group_error, ws.answer);
     summary.error = group_error;
@@ -132,8 +145,6 @@ int filter(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
   if (member) {
     scratch.verdict_of = ws.group.verdict_of;
   } else {
-    // With --view-catch-up-ms 0 there is no view to catch up with: the watch is never hurried either.
-    const ClusterView* view = ctx.parts.view_catch_up.count() > 0 ? ctx.parts.cluster.get() : nullptr;
     uint64_t seen = view ? view->change_count() : 0;
     judge_alone(ctx, ws, args);
     if (view && worth_catching_up(ws, args)) {  // rare: the clock is read only then
