@@ -29,6 +29,10 @@ std::vector<GroupBook::RoomWanted> GroupBook::groups_wanting_room(Clock::time_po
     g.room_asked_at = now;
     out.push_back({g.spec, g.member, g.priority, g.spec.size - static_cast<int64_t>(g.members.size())});
   }
+  // The most important group first: it chooses its room before a lower one can take it.
+  std::sort(out.begin(), out.end(), [](const RoomWanted& a, const RoomWanted& b) {
+    return a.priority != b.priority ? a.priority > b.priority : a.spec.key < b.spec.key;
+  });
   return out;
 }
 

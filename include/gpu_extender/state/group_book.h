@@ -135,7 +135,8 @@ class GroupBook {
   size_t expire(Clock::time_point now = Clock::now());
 
   // --- group preemption: what the preemptor (kube/group_preemptor.h) asks and tells ---
-  // A group that found no room and whose members may preempt, not asked for lately.
+  // The groups that found no room and whose members may preempt, not asked for lately: the highest
+  // priority first.
   struct RoomWanted {
     GroupSpec spec;
     PodFacts member;

@@ -192,3 +192,45 @@ TEST_CASE("group preemptor: the Eviction and the Preempted event as the API serv
   CHECK(event.find(R"("reason":"Preempted")") != std::string::npos);
   CHECK(event.find(R"("generateName":"low-a3.")") != std::string::npos);
 }
+
+TEST_CASE("group preemptor: two groups wanting room at once get two domains, the second never the first's room") {
+  Bed bed;
+  bed.run("low-a3", "nn-a-3", 8, 0);
+  bed.run("low-b0", "nn-b-0", 8, 0);
+  bed.run("low-b1", "nn-b-1", 8, 0);
+  bed.add_members(4, 1000);
+  std::deque<Member> second;
+  for (int i = 0; i < 4; ++i) {
+    Member& m = second.emplace_back(10 + i, 8, bed.size);
+    m.pod.group.name = "mistral";
+    m.pod.priority = 900;
+  }
+  REQUIRE(bed.admit_first().kind == Kind::kRefused);
+  REQUIRE(admit(*bed.ledger, bed.c, second[0].pod).kind == Kind::kRefused);
+  bed.preemptor.pass();  // both looked at in one pass, the higher priority first
+  const auto llama = bed.ledger->group_report("default/llama");
+  const auto mistral = bed.ledger->group_report("default/mistral");
+  REQUIRE(llama);
+  REQUIRE(mistral);
+  CHECK(llama->preempt_domain.find("nn-a") != std::string::npos);
+  CHECK(mistral->preempt_domain.find("nn-b") != std::string::npos);
+  CHECK(llama->victims == std::vector<std::string>{"batch/low-a3"});
+  CHECK(mistral->victims == std::vector<std::string>{"batch/low-b0", "batch/low-b1"});
+  CHECK(bed.evictor->evicted.size() == 3);  // each victim once
+}
+
+TEST_CASE("group preemptor: a victim deleted by someone else mid-way frees its room all the same") {
+  Bed bed;
+  Running& a3 = bed.run("low-a3", "nn-a-3", 8, 0);
+  for (int i = 0; i < 4; ++i) bed.run("vip-b" + std::to_string(i), "nn-b-" + std::to_string(i), 8, 5000);
+  bed.evictor->real["low-a3"] = Evictor::Outcome::kGone;  // deleted between its dry run and its eviction
+  bed.add_members(4, 1000);
+  bed.admit_first();
+  bed.preemptor.pass();
+  CHECK(bed.evictor->events.empty());  // not evicted by the extender: no event says it was
+  CHECK(bed.ledger->group_report("default/llama")->stage == Stage::kPreempting);
+  bed.terminate(a3);
+  const GroupBook::Admission a = bed.admit_first();
+  REQUIRE(a.kind == Kind::kPlanned);
+  CHECK(a.open == std::vector<std::string>{"nn-a-0", "nn-a-1", "nn-a-2", "nn-a-3"});
+}
