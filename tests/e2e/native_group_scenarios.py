@@ -80,7 +80,7 @@ def native_group_preemption(env):
             worker = pod(ns, f"worker-{i}", {GPU: "8"}, priority_class="e2e-high")
             worker["spec"]["schedulingGroup"] = {"podGroupName": "trainer"}
             gang_env.api.create(worker)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 15  # a gang the scheduler places binds within a second or two here
         bound_count = 0
         while time.monotonic() < deadline:
             workers = [p for p in gang_env.api.pods(ns) if p["metadata"]["name"].startswith("worker-")]
