@@ -70,7 +70,8 @@ TEST_CASE("group preemption: room is made in one block by evicting the lower-pri
   CHECK(failure_of(first, "a-0").find("may preempt") != std::string::npos);
 
   // The preemptor evicts low (not vip: priority 5000), once, and says so on the pod.
-  REQUIRE(eventually([&] { return !bed.api.evictions().empty(); }, std::chrono::seconds(15)));
+  // The event follows the eviction: wait for it.
+  REQUIRE(eventually([&] { return !bed.api.posted_events().empty(); }, std::chrono::seconds(15)));
   CHECK(bed.api.evictions() == std::vector<std::string>{"ml/low"});
   const auto events = bed.api.posted_events();
   REQUIRE(events.size() == 1);

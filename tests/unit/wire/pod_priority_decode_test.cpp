@@ -9,8 +9,9 @@
 using namespace gpu_extender;
 
 namespace {
-PodRequest decode(WireDecoder& decoder, const std::string& spec) {
-  const std::string body = R"({"metadata":{"name":"p","namespace":"ns","uid":"u1",)"
+// The pod's views point into `body`: the caller keeps it while reading them.
+PodRequest decode(WireDecoder& decoder, const std::string& spec, std::string& body) {
+  body = R"({"metadata":{"name":"p","namespace":"ns","uid":"u1",)"
                            R"("annotations":{"controller.kubernetes.io/pod-deletion-cost":"-7"}},)"
                            R"("spec":{"nodeName":"n1","containers":[{"name":"c","resources":{"requests":)"
                            R"({"nvidia.com/gpu":"2"}}}],)" +
@@ -21,7 +22,8 @@ PodRequest decode(WireDecoder& decoder, const std::string& spec) {
 
 TEST_CASE("pod decode: priority and preemptionPolicy, as the API server writes them") {
   WireDecoder decoder;
-  PodRequest pod = decode(decoder, R"("priority":1000000,"priorityClassName":"training","preemptionPolicy":"PreemptLowerPriority")");
+  std::string body;
+  PodRequest pod = decode(decoder, R"("priority":1000000,"priorityClassName":"training","preemptionPolicy":"PreemptLowerPriority")", body);
   CHECK(pod.priority == 1000000);
   CHECK_FALSE(pod.never_preempts);
   const auto victim = preemption_victim_of(pod, pod.requests);
@@ -31,10 +33,10 @@ TEST_CASE("pod decode: priority and preemptionPolicy, as the API server writes t
   CHECK(victim->node == "n1");
   CHECK(victim->ns == "ns");
 
-  pod = decode(decoder, R"("priority":-5,"preemptionPolicy":"Never")");
+  pod = decode(decoder, R"("priority":-5,"preemptionPolicy":"Never")", body);
   CHECK(pod.priority == -5);
   CHECK(pod.never_preempts);
-  pod = decode(decoder, R"("priority":null)");
+  pod = decode(decoder, R"("priority":null)", body);
   CHECK(pod.priority == 0);
   // A pod holding no GPU is no victim worth keeping.
   CHECK_FALSE(preemption_victim_of(pod, ResourceAmounts{}));
@@ -42,9 +44,10 @@ TEST_CASE("pod decode: priority and preemptionPolicy, as the API server writes t
 
 TEST_CASE("pod decode: a priority out of range or of another type names its field") {
   WireDecoder decoder;
+  std::string body;
   auto error_of = [&](const std::string& spec) {
     try {
-      decode(decoder, spec);
+      decode(decoder, spec, body);
     } catch (const DecodeError& e) {
       return std::string(e.what());
     }
