@@ -85,7 +85,8 @@ Flags:
                          the scheduler's httpTimeout (shipped: 5s) (default 4000; 0: no gate)
   --no-group-preemption  never evict for a pod group: by default a group that fits nowhere and whose
                          members may preempt has room made in one domain by evicting pods of lower
-                         priority through the Eviction API (docs/pod-groups.md)
+                         priority through the Eviction API, by the replica holding the Lease below
+                         (docs/pod-groups.md)
   --group-preemption-wait-seconds N  how long the room made for a group is held while its evicted
                          pods terminate (default 600)
   --scheduler-name NAME  /bind binds only pods with this spec.schedulerName; comma-separated
@@ -115,7 +116,8 @@ Flags:
                          N s (default 10)
   --leader-elect-retry-period-seconds N    renew, or try to acquire, every N s (default 2)
   --leader-elect-namespace NS  the Lease's namespace (default: the pod's own)
-  --leader-elect-lease-name NAME  (default gpu-extender-deletion-costs)
+  --leader-elect-lease-name NAME  (default gpu-extender-deletion-costs; group preemption's evictions
+                         are made by the holder of the same Lease)
   --tls-cert-file FILE   serve HTTPS with this certificate (PEM), with:
   --tls-key-file FILE      its private key (PEM)
   --tls-client-ca-file FILE  answer only clients with a certificate from this CA (mutual TLS);

@@ -134,13 +134,15 @@ Wiring::Wiring(const CliOptions& options) : options_(options), policies_(std::ma
   spdlog::info("policy: {}; filters: {}; scorers: {}", policy->config().source, policy->config().filters.size(),
                policy->config().scorers.size());
   service_ = std::make_shared<const ExtenderService>(std::move(parts));
+  const DeletionCostSettings writers_lease = deletion_cost_settings(options);  // one lease for every writer
   if (options.deletion_costs) {
     if (!kube_) throw ConfigurationError("--deletion-costs needs Kubernetes API access (it watches and patches pods)");
-    kube_->keep_deletion_costs(deletion_cost_settings(options), policies_);
+    kube_->keep_deletion_costs(writers_lease, policies_);
     spdlog::info("deletion costs: kept by the holder of lease {}, at most {} patches/s", options.leader_elect_lease_name,
                  options.deletion_cost_qps);
   }
-  if (kube_ && !options.no_group_preemption) kube_->preempt_for_groups(policies_, host_name());
+  if (kube_ && !options.no_group_preemption)
+    kube_->preempt_for_groups(policies_, host_name(), writers_lease);
   metrics_ = std::make_shared<Metrics>();
   if (kube_) {
     metrics_->attach_cluster(kube_->view(), kube_->ledger(), [k = kube_.get()] { return k->watch_counts(); });

@@ -71,18 +71,27 @@ Evictor::Result ApiEvictor::evict(const PreemptionVictim& v, bool dry_run) {
   const std::string path = pod_path(v) + "/eviction" + (dry_run ? "?dryRun=All" : "");
   const ApiResponse res = api_->post(path, eviction_json(v), timeout_);
   if (res.ok()) return {Outcome::kEvicted, ""};
+  // pkg/registry/core/pod/storage/eviction.go: a budget's refusal carries a cause of type DisruptionBudget
+  // (429 "would violate the pod's disruption budget", 403 when a budget's status is unusable), and so does
+  // the 500 for a pod that more than one budget selects; a 429 without it is the API server's own
+  // throttling, a 429 "still being processed" a budget not yet seen by the disruption controller.
+  const bool budget = res.body.find("DisruptionBudget") != std::string::npos;
   switch (res.status) {
     case 404:
-    case 409:  // the UID precondition failed: the pod was replaced
       return {Outcome::kGone, res.describe()};
-    case 429:  // "Cannot evict pod as it would violate the pod's disruption budget."
-      return {Outcome::kBudgetRefused, res.describe()};
-    case 500:
-      // The eviction registry answers 500 when more than one PodDisruptionBudget selects the pod.
-      if (res.body.find("DisruptionBudget") != std::string::npos) return {Outcome::kBudgetRefused, res.describe()};
+    case 409:
+      // The UID precondition failed: the pod was replaced. Other conflicts (resourceVersion, on retries
+      // inside the registry) leave the pod there.
+      if (res.body.find("UID") != std::string::npos) return {Outcome::kGone, res.describe()};
       break;
+    case 429:
     case 403:
-      return {Outcome::kFailed, "forbidden; the extender's role needs create on pods/eviction (" + res.describe() + ")"};
+    case 500:
+      if (budget && res.body.find("still being processed") == std::string::npos)
+        return {Outcome::kBudgetRefused, res.describe()};
+      if (res.status == 403 && !budget)
+        return {Outcome::kFailed, "forbidden; the extender's role needs create on pods/eviction (" + res.describe() + ")"};
+      break;
     default:
       break;
   }

@@ -52,6 +52,11 @@ void GroupPreemptor::run() {
   }
 }
 
+bool GroupPreemptor::stopping() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stopping_;
+}
+
 void GroupPreemptor::pass() {
   const std::shared_ptr<const Policy> policy = policies_->current();
   for (const GroupBook::RoomWanted& wanted : ledger_->groups_wanting_room()) make_room(wanted, *policy);
@@ -69,6 +74,8 @@ void GroupPreemptor::make_room(const GroupBook::RoomWanted& wanted, const Policy
   request.needed = wanted.needed;
   request.nodes = nodes;
   request.pods = snapshot.pods;
+  request.bound_nodes = wanted.bound_nodes;
+  request.avoid = wanted.avoid;
   GroupPreemptionPlan plan;
   for (int attempt = 0;; ++attempt) {
     plan = plan_group_preemption(request);
@@ -80,6 +87,7 @@ void GroupPreemptor::make_room(const GroupBook::RoomWanted& wanted, const Policy
     // Dry runs first: the API server says which evictions its budgets would refuse, before any is made.
     bool changed = false;
     for (const PreemptionVictim& v : plan.victims) {
+      if (stopping()) return;
       const Evictor::Result r = evictor_->evict(v, true);
       if (r.outcome == Evictor::Outcome::kEvicted) continue;
       if (r.outcome == Evictor::Outcome::kFailed) {
@@ -100,7 +108,7 @@ void GroupPreemptor::make_room(const GroupBook::RoomWanted& wanted, const Policy
       return;
     }
   }
-  if (!ledger_->hold_for_preemption(key, plan)) return;  // placed, planned or gone meanwhile
+  if (!ledger_->hold_for_preemption(key, plan, policy)) return;  // placed, planned, gone, or the room taken meanwhile
   if (plan.victims.empty()) {
     spdlog::info("group {}: room found in {} without evicting anything", key, plan.domain);
     return;
@@ -111,6 +119,10 @@ void GroupPreemptor::make_room(const GroupBook::RoomWanted& wanted, const Policy
                               ") to place it whole in " + (plan.domain.empty() ? "the cluster" : plan.domain) +
                               " (gpu-extender group preemption)";
   for (const PreemptionVictim& v : plan.victims) {
+    if (stopping() || !leader_()) {  // the rest would be evicted by a replica that no longer decides
+      ledger_->preemption_failed(key, "this replica stopped, or lost the lease, while evicting");
+      return;
+    }
     const Evictor::Result r = evictor_->evict(v, false);
     if (r.outcome == Evictor::Outcome::kEvicted) {
       spdlog::info("group {}: evicted pod {} (priority {}) on {}", key, pod_name(v), v.priority, v.node);

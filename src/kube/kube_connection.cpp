@@ -100,14 +100,20 @@ void KubeConnection::start() {
   });
 }
 
-void KubeConnection::keep_deletion_costs(const DeletionCostSettings& settings,
-                                         std::shared_ptr<const PolicyHolder> policies) {
-  view_->keep_cost_details();
+void KubeConnection::elect_writer(const DeletionCostSettings& settings) {
+  if (elector_) return;  // one lease for every writer
   kube::LeaseConfig lease{settings.lease_namespace, settings.lease_name, settings.identity,
                           settings.lease_duration, settings.renew_deadline, settings.retry_period};
   elector_ = std::make_unique<kube::LeaseElector>(api_, lease, [name = settings.lease_name](bool leader) {
-    spdlog::info("deletion costs: {} lease {}", leader ? "holding" : "no longer holding", name);
+    spdlog::info("writers (deletion costs, group preemption): {} lease {}", leader ? "holding" : "no longer holding",
+                 name);
   });
+}
+
+void KubeConnection::keep_deletion_costs(const DeletionCostSettings& settings,
+                                         std::shared_ptr<const PolicyHolder> policies) {
+  view_->keep_cost_details();
+  elect_writer(settings);
   kube::DeletionCostOptions options;
   options.qps = settings.qps;
   options.scheduler_names = settings.scheduler_names;
@@ -115,10 +121,13 @@ void KubeConnection::keep_deletion_costs(const DeletionCostSettings& settings,
       view_, binder_, std::move(policies), [e = elector_.get()] { return e->leader(); }, options);
 }
 
-void KubeConnection::preempt_for_groups(std::shared_ptr<const PolicyHolder> policies, const std::string& instance) {
+void KubeConnection::preempt_for_groups(std::shared_ptr<const PolicyHolder> policies, const std::string& instance,
+                                        const DeletionCostSettings& lease) {
+  view_->keep_preemption_victims();
+  elect_writer(lease);
   group_preemptor_ = std::make_unique<kube::GroupPreemptor>(
       ledger_, std::make_shared<kube::ApiEvictor>(api_, instance), std::move(policies),
-      [this] { return !elector_ || elector_->leader(); });  // one replica evicts where a lease elects one
+      [e = elector_.get()] { return e->leader(); });  // one replica of several evicts
 }
 
 std::optional<DeletionCostStats> KubeConnection::deletion_cost_stats() const {

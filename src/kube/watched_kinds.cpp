@@ -73,7 +73,7 @@ struct Pods {
     listed.push_back({std::string(pod.uid), std::string(pod.node_name), pod.requests, t.view->cost_details_of(pod),
                       PendingPod::member_of(pod)});
     t.view->add_claimed_gpus(pod, listed.back().requests);
-    listed.back().victim = preemption_victim_of(pod, listed.back().requests);
+    listed.back().victim = t.view->victim_details_of(pod, listed.back().requests);
   }
   static void replace(std::vector<Kept>& listed, const WatchTarget& t) {
     t.ledger->observe_relist(listed);  // the view and the assumptions, in one step

@@ -121,10 +121,12 @@ std::map<std::string, std::vector<size_t>> domains_at(const std::vector<NodeRoom
 
 // The best domain of one level, with the level's domains ranked in `considered`.
 GroupPreemptionPlan plan_level(const GroupPreemptionRequest& r, const std::vector<NodeRoom>& nodes,
-                               std::optional<size_t> level) {
+                               std::optional<size_t> level, const std::string& stay) {
   GroupPreemptionPlan best;
   std::vector<DomainPreemption> considered;
   for (const auto& [domain, members] : domains_at(nodes, level)) {
+    if (std::find(r.avoid.begin(), r.avoid.end(), domain) != r.avoid.end()) continue;
+    if (!stay.empty() && domain != stay) continue;
     std::optional<GroupPreemptionPlan> plan = plan_domain(r, nodes, members);
     considered.push_back({domain, plan.has_value(), plan ? plan->rank : VictimRank{}});
     if (!plan || (best.chosen && !(plan->rank < best.rank))) continue;  // ties: the first name
@@ -165,13 +167,14 @@ std::shared_ptr<const PreemptionVictim> preemption_victim_of(const PodRequest& p
     if (ec == std::errc() && end == text.data() + text.size()) v->deletion_cost = cost;
   }
   v->group = PendingPod::group_key_of(pod);
+  v->native_gang = pod.native_pod_group;
   v->terminating = pod.terminating;
   return v;
 }
 
 void VictimRank::add(const PreemptionVictim& v) {
   highest_priority = std::max(highest_priority, v.priority);
-  priority_sum += v.priority;
+  priority_sum += int64_t{v.priority} + (int64_t{1} << 31);
   ++count;
   deletion_cost_sum += v.deletion_cost;
 }
@@ -197,7 +200,8 @@ GroupPreemptionPlan plan_group_preemption(const GroupPreemptionRequest& r) {
     n.used = in.used ? *in.used : ResourceAmounts{};
     for (const PreemptionVictim* p : pods_on[in.node->name]) {
       if (p->terminating) n.used.subtract(p->requests);  // leaving anyway: its room comes without an eviction
-      else if (p->priority < r.priority && p->group.empty() && !p->budget_refused) n.eligible.push_back(p);
+      else if (p->priority < r.priority && p->group.empty() && !p->native_gang && !p->budget_refused)
+        n.eligible.push_back(p);
     }
     std::sort(n.eligible.begin(), n.eligible.end(), more_important);
     eligible += n.eligible.size();
@@ -226,10 +230,20 @@ GroupPreemptionPlan plan_group_preemption(const GroupPreemptionRequest& r) {
         if (carried(nodes, l)) tries.push_back(l);
     tries.push_back(std::nullopt);
   }
+  // Members bound already: a required group's rest goes to their one domain or nowhere.
+  std::string stay;
+  if (r.spec->constraint.kind == GroupConstraint::Kind::kRequired && level)
+    for (const std::string& bound : r.bound_nodes)
+      for (const NodeRoom& n : nodes)
+        if (n.input->node->name == bound) stay = domain_of(*n.input->node, *level);
   GroupPreemptionPlan plan;
   for (const std::optional<size_t>& at : tries) {
-    plan = plan_level(r, nodes, at);
-    if (plan.chosen) return plan;
+    plan = plan_level(r, nodes, at, stay);
+    if (!plan.chosen) continue;
+    for (const PreemptionVictim& p : r.pods)  // what the group waits for besides its victims
+      if (p.terminating && std::find(plan.slots.begin(), plan.slots.end(), p.node) != plan.slots.end())
+        plan.leaving.push_back(p);
+    return plan;
   }
   const std::string where = level && r.spec->constraint.kind == GroupConstraint::Kind::kRequired
                                 ? "in any one " + schema.node_topology_labels[*level] + " domain"

@@ -135,7 +135,7 @@ void ClusterView::upsert_pod(const PodRequest& pod, const InFlightRelease& relea
   if (!pod.node_name.empty() && !pod.terminated())
     add_pod(std::string(pod.uid),
             PodEntry{std::string(pod.node_name), pod.requests, cost_details_of(pod), PendingPod::member_of(pod),
-                     preemption_victim_of(pod, pod.requests), false});
+                     victim_details_of(pod, pod.requests), false});
   reindex_if_names_changed();
 }
 

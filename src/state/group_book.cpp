@@ -109,6 +109,24 @@ void GroupBook::reconcile(Group& group) {
   }
 }
 
+std::optional<GroupBook::Admission> GroupBook::room_not_seen_yet(Group& group) {
+  if (group.room_made_in.empty()) return std::nullopt;
+  if (Clock::now() - group.room_ready_at < kRoomUnusedAfter) {
+    // Made by eviction a moment ago: the scheduler's cache may not show the victims gone yet.
+    Admission a;
+    a.reason = "group " + group.spec.key + ": room was made for it in " + group.room_made_in +
+               "; waiting for the scheduler to see the pods evicted there gone";
+    return a;
+  }
+  // The scheduler still does not send the room made: its own filters refuse those nodes. Never again there.
+  spdlog::warn("group {}: the room made for it in {} was not sent by the scheduler within {} s; that domain is "
+               "not preempted in again for the group",
+               group.spec.key, group.room_made_in, kRoomUnusedAfter.count());
+  group.avoid.push_back(group.room_made_in);
+  group.room_made_in.clear();
+  return std::nullopt;
+}
+
 GroupBook::Admission GroupBook::planned_admission(const Group& group) const {
   Admission a;
   a.kind = Admission::Kind::kPlanned;
@@ -210,6 +228,7 @@ GroupBook::Admission GroupBook::admit(const PodRequest& pod, const GroupSpec& sp
   if (open) {
     Admission planned = planned_admission(group);
     if (any_sent(planned.open)) return planned;
+    if (std::optional<Admission> held = room_not_seen_yet(group)) return *held;
     // The scheduler refused every open slot's node for this member (or left it out of its sample):
     // the plan no longer holds. The members still to place are planned again over what it sent.
     ++stats_.moved;
@@ -268,6 +287,7 @@ void GroupBook::reserve(const PendingPod& pod, const std::string& node) {
   if (!added) return;  // a retried /bind of a member that has passed
   take_slot(group, pod.uid, node);
   group.last_progress = Clock::now();
+  group.room_made_in.clear();  // a member passed: the room made is used
   if (gate_.count() == 0) {  // --group-gate-ms 0: each member binds as it comes
     member->second.step = Member::Step::kBinding;
     return;

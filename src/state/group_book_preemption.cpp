@@ -2,6 +2,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <map>
 
 #include "gpu_extender/state/group_book.h"
 
@@ -27,7 +28,13 @@ std::vector<GroupBook::RoomWanted> GroupBook::groups_wanting_room(Clock::time_po
     const bool open = std::any_of(g.slots.begin(), g.slots.end(), [](const Slot& s) { return s.member.empty(); });
     if (open || count(g, Member::Step::kAtGate) > 0 || count(g, Member::Step::kBinding) > 0) continue;
     g.room_asked_at = now;
-    out.push_back({g.spec, g.member, g.priority, g.spec.size - static_cast<int64_t>(g.members.size())});
+    RoomWanted& w = out.emplace_back();
+    w.spec = g.spec;
+    w.member = g.member;
+    w.priority = g.priority;
+    w.needed = g.spec.size - static_cast<int64_t>(g.members.size());
+    for (const auto& [uid, m] : g.members) w.bound_nodes.push_back(m.node);
+    w.avoid = g.avoid;
   }
   // The most important group first: it chooses its room before a lower one can take it.
   std::sort(out.begin(), out.end(), [](const RoomWanted& a, const RoomWanted& b) {
@@ -36,13 +43,36 @@ std::vector<GroupBook::RoomWanted> GroupBook::groups_wanting_room(Clock::time_po
   return out;
 }
 
-bool GroupBook::hold_for_preemption(const std::string& key, const GroupPreemptionPlan& found) {
+bool GroupBook::room_still_there(const Group& group, const GroupPreemptionPlan& found, const Policy& policy) const {
+  std::map<std::string, int64_t> members_on;
+  for (const std::string& node : found.slots) ++members_on[node];
+  std::vector<std::string_view> names;
+  for (const auto& [node, count] : members_on) names.push_back(node);
+  std::vector<std::shared_ptr<const CachedNode>> nodes;
+  view_->find_nodes(names, nodes);
+  size_t i = 0;
+  for (const auto& [node, count] : members_on) {
+    const std::shared_ptr<const CachedNode>& cached = nodes[i++];
+    if (!cached) return false;
+    ResourceAmounts used = view_->used_on(node).value_or(ResourceAmounts{});
+    for (const auto* list : {&found.victims, &found.leaving})
+      for (const PreemptionVictim& v : *list)
+        if (v.node == node) used.subtract(v.requests);
+    const NodeInput probe(&cached->view(), &used);
+    if (members_room(policy, group.member, probe, count) < count) return false;
+  }
+  return true;
+}
+
+bool GroupBook::hold_for_preemption(const std::string& key, const GroupPreemptionPlan& found, const Policy& policy) {
   auto it = groups_.find(key);
   if (it == groups_.end()) return false;
   Group& group = *it->second;
   const int64_t needed = group.spec.size - static_cast<int64_t>(group.members.size());
   const bool open = std::any_of(group.slots.begin(), group.slots.end(), [](const Slot& s) { return s.member.empty(); });
   if (!group.wants_room || group.preempting || open || static_cast<int64_t>(found.slots.size()) != needed) return false;
+  // The plan was made on a snapshot, before its dry runs: pods placed since may have taken the free room.
+  if (!room_still_there(group, found, policy)) return false;
   GroupPlan plan;
   plan.planned = true;
   plan.level_label = found.level_label;
@@ -58,9 +88,10 @@ bool GroupBook::hold_for_preemption(const std::string& key, const GroupPreemptio
   group.waiting.clear();
   group.preemption_note.clear();
   group.last_progress = Clock::now();
-  if (!found.victims.empty()) {
-    group.preempting = Group::Preempting{group.plan.domains.front(), found.victims, group.last_progress};
-    ++stats_.preemptions;
+  if (!found.victims.empty() || !found.leaving.empty()) {
+    group.preempting =
+        Group::Preempting{group.plan.domains.front(), found.victims, found.leaving, group.last_progress};
+    if (!found.victims.empty()) ++stats_.preemptions;
     stats_.preemption_victims += found.victims.size();
   }
   return true;
@@ -83,12 +114,15 @@ std::optional<GroupBook::Admission> GroupBook::while_preempting(Group& group, co
   if (!group.preempting) return std::nullopt;
   Group::Preempting& p = *group.preempting;
   std::vector<const PreemptionVictim*> left;
-  for (const PreemptionVictim& v : p.victims)
-    if (view_->has_pod(v.uid)) left.push_back(&v);
+  for (const auto* list : {&p.victims, &p.leaving})
+    for (const PreemptionVictim& v : *list)
+      if (view_->has_pod(v.uid)) left.push_back(&v);
   const auto now = Clock::now();
   if (left.empty()) {
     spdlog::info("group {}: its {} victim(s) in {} are gone; the room held there is planned", group.spec.key,
                  p.victims.size(), p.domain);
+    group.room_made_in = p.domain;
+    group.room_ready_at = now;
     group.preempting.reset();
     group.last_progress = now;
     return std::nullopt;
@@ -109,8 +143,9 @@ std::optional<GroupBook::Admission> GroupBook::while_preempting(Group& group, co
   Admission a;
   a.victims_leaving = true;
   a.reason = describe_group(group.spec, group.member, group.spec.size, policy.schema()) + " has room made for it in " +
-             p.domain + ": " + std::to_string(left.size()) + " of the " + std::to_string(p.victims.size()) +
-             " pod(s) of lower priority evicted for it still terminating (" + names + ")";
+             p.domain + ": " + std::to_string(left.size()) + " of the " +
+             std::to_string(p.victims.size() + p.leaving.size()) +
+             " pod(s) of lower priority evicted for it or leaving its nodes still terminating (" + names + ")";
   return a;
 }
 

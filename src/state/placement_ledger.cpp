@@ -86,9 +86,10 @@ std::vector<GroupBook::RoomWanted> PlacementLedger::groups_wanting_room() {
   return groups_.groups_wanting_room();
 }
 
-bool PlacementLedger::hold_for_preemption(const std::string& group, const GroupPreemptionPlan& plan) {
+bool PlacementLedger::hold_for_preemption(const std::string& group, const GroupPreemptionPlan& plan,
+                                          const Policy& policy) {
   std::lock_guard lock(mutex_);
-  return groups_.hold_for_preemption(group, plan);
+  return groups_.hold_for_preemption(group, plan, policy);
 }
 
 void PlacementLedger::preemption_failed(const std::string& group, const std::string& why) {

@@ -160,7 +160,7 @@ def http_ok(url, context=None):
 class ControlPlane:
     """etcd + kube-apiserver + kube-controller-manager of one release, for the whole run on that release."""
 
-    def __init__(self, bin_dir, work, controllers="replicaset,job,garbagecollector,resourceclaim-controller", apiserver_flags=(),
+    def __init__(self, bin_dir, work, controllers="replicaset,job,garbagecollector,resourceclaim-controller,disruption", apiserver_flags=(),
                  feature_gates=""):
         self.bin = bin_dir
         self.work = work

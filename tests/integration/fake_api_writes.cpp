@@ -135,8 +135,14 @@ void FakeApiServer::evict(const httplib::Request& req, httplib::Response& res, c
   const std::string uid = eviction.value("/deleteOptions/preconditions/uid"_json_pointer, "");
   if (!uid.empty() && uid != it->second["metadata"]["uid"])
     return respond(res, 409, "Conflict", "Precondition failed: UID in precondition does not match");
-  if (eviction_protected_.count(key))
-    return respond(res, 429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.");
+  if (eviction_protected_.count(key)) {  // createTooManyRequestsError: the budget named in a cause
+    json refusal = status(429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.");
+    refusal["details"] = {{"causes", {{{"reason", "DisruptionBudget"},
+                                       {"message", "The disruption budget guarded needs 1 healthy pods and has 1 currently"}}}}};
+    res.status = 429;
+    res.set_content(refusal.dump(), "application/json");
+    return;
+  }
   res.status = 201;
   res.set_content(R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":201})", "application/json");
   if (req.get_param_value("dryRun") == "All") return;

@@ -185,8 +185,14 @@ std::set<Access> calls_of(Feature feature) {
   std::unique_ptr<ProxiedPrometheus> prometheus;
   std::vector<std::string> own;
   switch (feature) {
-    case Feature::kWatchAndBind:
-    case Feature::kGroupPreemption: own = rendered_args(""); break;
+    case Feature::kWatchAndBind: own = rendered_args(""); break;
+    case Feature::kGroupPreemption:
+      // Its evictions are made by the holder of the writers' Lease, in the extender's own namespace.
+      own = rendered_args("");
+      for (const char* a : {"--leader-elect-namespace=gpu-extender", "--leader-elect-retry-period-seconds=1",
+                            "--leader-elect-renew-deadline-seconds=2", "--leader-elect-lease-duration-seconds=3"})
+        own.push_back(a);
+      break;
     case Feature::kGpuShare: own = rendered_args("gpu-share"); break;
     case Feature::kDeletionCosts:
       // The Deployment's POD_NAMESPACE is its own namespace, gpu-extender; quicker renewals than deployed.
@@ -290,6 +296,7 @@ TEST_CASE("rbac: the extender's rendered grants are exactly the API calls the bi
   CHECK(calls[Feature::kDeletionCosts].count({"coordination.k8s.io", "leases", "create", "gpu-extender", ""}));
   CHECK(calls[Feature::kGroupPreemption].count({"", "pods/eviction", "create", "ml", "running"}));
   CHECK(calls[Feature::kGroupPreemption].count({"", "events", "create", "ml", ""}));
+  CHECK(calls[Feature::kGroupPreemption].count({"coordination.k8s.io", "leases", "create", "gpu-extender", ""}));
 
   std::vector<std::string> files{""};
   for (const char* example : {"cert-manager", "custom-policy", "deletion-costs", "dra-claims", "eks-auto-mode", "eks-karpenter",

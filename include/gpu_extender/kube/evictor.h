@@ -14,7 +14,7 @@ class Evictor {
   enum class Outcome {
     kEvicted,        // the eviction was accepted (dry run: it would be)
     kGone,           // the pod no longer exists, or was replaced (its UID differs): nothing to evict
-    kBudgetRefused,  // a PodDisruptionBudget allows no disruption now (429), or several select the pod
+    kBudgetRefused,  // a PodDisruptionBudget allows no disruption now, or several select the pod
     kFailed,         // anything else (forbidden, the API server unreachable): `why`
   };
   struct Result {

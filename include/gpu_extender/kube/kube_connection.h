@@ -80,10 +80,14 @@ class KubeConnection {
   void keep_deletion_costs(const DeletionCostSettings& settings, std::shared_ptr<const PolicyHolder> policies);
   std::optional<DeletionCostStats> deletion_cost_stats() const;  // nullopt when costs are not kept
   // Make room for pod groups that fit nowhere by evicting pods of lower priority (kube/group_preemptor.h),
-  // once started; with deletion costs kept, only while holding their lease. `instance` reports the events.
-  void preempt_for_groups(std::shared_ptr<const PolicyHolder> policies, const std::string& instance);
+  // once started, only while holding the writers' lease (`lease`: the one deletion costs hold, made here
+  // when they do not run), so that one replica of several evicts. `instance` reports the events.
+  void preempt_for_groups(std::shared_ptr<const PolicyHolder> policies, const std::string& instance,
+                          const DeletionCostSettings& lease);
 
  private:
+  // The lease that elects the one replica writing beyond binds (deletion costs, evictions), made once.
+  void elect_writer(const DeletionCostSettings& settings);
   std::shared_ptr<kube::ApiClient> api_;
   std::shared_ptr<ClusterView> view_;
   std::shared_ptr<Binder> binder_;

@@ -12,8 +12,8 @@
 // The algorithm, per domain of the group's level (required: that level; preferred or none: that level,
 // then each level above, then the whole cluster as one domain, as plan_group tries them):
 //   1. each node's room with nothing evicted, and with every eligible victim on it gone (eligible: a
-//      bound pod of strictly lower priority, not terminating, not a member of a pod group, not refused
-//      by its PodDisruptionBudget);
+//      bound pod of strictly lower priority, not terminating, not a member of a pod group (the
+//      extender's or Kubernetes' own), not refused by its PodDisruptionBudget in a dry run);
 //   2. victims given back (reprieved) most important first (highest priority, then highest pod deletion
 //      cost, then name) while the node keeps the room asked of it, as kube-scheduler's
 //      SelectVictimsOnNode reprieves;
@@ -21,7 +21,10 @@
 //   4. domains ranked as kube-scheduler ranks candidates (pickOneNodeForPreemption): the lowest highest
 //      victim priority, then the smallest sum of priorities, then the fewest victims; then the smallest
 //      sum of pod deletion costs (controller.kubernetes.io/pod-deletion-cost), then the name. PDB
-//      violations, its first criterion, are always none: a victim its budget protects is never chosen.
+//      violations, its first criterion, are none as far as dry runs tell (group_preemptor.h): a budget
+//      that allows one disruption passes each dry run of the pods it covers alone.
+// A required group with members bound already plans only in their domain; domains where room made
+// before went unused are skipped.
 // Thread-safe: a pure function of its inputs.
 #include <cstdint>
 #include <memory>
@@ -40,6 +43,7 @@ struct PreemptionVictim {
   int32_t priority = 0;      // spec.priority
   int64_t deletion_cost = 0;  // controller.kubernetes.io/pod-deletion-cost; 0 when absent
   std::string group;         // its pod group ("namespace/name"), "" outside groups: group members are not victims
+  bool native_gang = false;  // a member of one of Kubernetes' own pod groups: not a victim either
   bool terminating = false;  // leaving already: frees its room without an eviction, counted as still there
   bool budget_refused = false;  // an eviction (dry run) was refused by its PodDisruptionBudget
 };
@@ -56,11 +60,18 @@ struct GroupPreemptionRequest {
   int64_t needed = 0;                // members still to place
   std::span<const NodeInput> nodes;  // every node the extender knows, with usage (in flight included)
   std::span<const PreemptionVictim> pods;  // the bound pods on those nodes
+  // Where the group's bound members are: a required group stays in their one domain (never split).
+  std::vector<std::string> bound_nodes;
+  // Domains (domain_of paths) where room made before went unused (the scheduler's own filters refused
+  // their nodes): not chosen again.
+  std::vector<std::string> avoid;
 };
 
 // How a set of victims ranks (lower is better, in this order).
 struct VictimRank {
   int32_t highest_priority = INT32_MIN;  // INT32_MIN: no victim
+  // Each priority offset by 2^31 as kube-scheduler sums them (preemption.go), so that more victims of
+  // negative priority never add up to less than fewer.
   int64_t priority_sum = 0;
   size_t count = 0;
   int64_t deletion_cost_sum = 0;
@@ -79,8 +90,11 @@ struct GroupPreemptionPlan {
   std::string reason;       // why none, when not chosen
   std::string level_label;  // the level of `domain`, "" for the whole cluster
   std::string domain;
-  std::vector<std::string> slots;          // a node for each member to place, fullest first
+  std::vector<std::string> slots;          // a node for each member to place, by node
   std::vector<PreemptionVictim> victims;   // to evict, by node
+  // Pods already terminating on the slots' nodes: their room is counted as coming, so the group waits
+  // for them as for its victims.
+  std::vector<PreemptionVictim> leaving;
   VictimRank rank;
   std::vector<DomainPreemption> considered;  // the domains of the level chosen (or the last tried), best first (at most 16)
 };

@@ -186,6 +186,12 @@ class ClusterView final : public UsageSource, public NodeSource {
   // Pod deletion costs: from now on, keep what costs need of the pods they follow (names, scheduler,
   // the cost annotations). Off by default, so a view without the cost writer pays nothing for it.
   void keep_cost_details() { keep_cost_details_ = true; }
+  // Group preemption: from now on, keep what preemption reads of bound pods that hold GPUs. Off by
+  // default, so a view without the preemptor pays nothing for it.
+  void keep_preemption_victims() { keep_victims_ = true; }
+  std::shared_ptr<const PreemptionVictim> victim_details_of(const PodRequest& pod, const ResourceAmounts& holds) const {
+    return keep_victims_ ? preemption_victim_of(pod, holds) : nullptr;
+  }
   // What to keep of `pod` for costs: null unless cost details are kept and costs follow the pod.
   std::shared_ptr<const CostedPod> cost_details_of(const PodRequest& pod) const {
     return keep_cost_details_ ? costed_pod_of(pod) : nullptr;
@@ -306,6 +312,7 @@ class ClusterView final : public UsageSource, public NodeSource {
   std::unordered_map<std::string, Members, StringHash, std::equal_to<>> groups_;
   std::atomic<bool> nodes_synced_{false}, pods_synced_{false};
   std::atomic<bool> keep_cost_details_{false};
+  std::atomic<bool> keep_victims_{false};
   std::unique_ptr<NodeNameIndex> index_;  // the names of nodes_, for lookup(); never null
   std::vector<SlotState> slot_states_;
   bool names_changed_ = false;             // an entry was added or erased since index_ was built

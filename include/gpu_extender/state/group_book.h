@@ -19,8 +19,10 @@
 //     one domain where evicting pods of lower priority makes it fit. The room is held there at once (the
 //     slots of a plan, counted over the victims still terminating, so no other pod takes it) and members
 //     are refused, with the victims still to leave, until every victim is gone; then it is planned.
-//     The victims are evicted once: while they terminate nothing more is evicted for the group. An
-//     eviction refused (a PodDisruptionBudget) gives the room back: the group is preempted for anew.
+//     While they terminate nothing more is evicted for the group. An eviction refused (a
+//     PodDisruptionBudget) gives the room back: the group is preempted for anew. Room made that the
+//     scheduler then does not send (its own filters refuse those nodes: a taint, affinity, CPU) for
+//     kRoomUnusedAfter moves the plan as any plan moves, and that domain is not preempted in again.
 //
 //   - planned: a member's /filter found no plan, so the members still to place were planned over the
 //     nodes the scheduler sent (group_plan.h) and every open slot's room is counted on its node at once
@@ -142,11 +144,14 @@ class GroupBook {
     PodFacts member;
     int32_t priority = 0;
     int64_t needed = 0;  // members still to place
+    std::vector<std::string> bound_nodes;  // where the members that passed are
+    std::vector<std::string> avoid;        // domains where room made went unused
   };
   std::vector<RoomWanted> groups_wanting_room(Clock::time_point now = Clock::now());
   // The preemptor found room by evicting `plan.victims`: held now (true), or not (the group is gone,
-  // placed or planned meanwhile: nothing may be evicted for it).
-  bool hold_for_preemption(const std::string& key, const GroupPreemptionPlan& plan);
+  // placed or planned meanwhile, or the room is no longer there on the view as it is now: nothing may be
+  // evicted for it).
+  bool hold_for_preemption(const std::string& key, const GroupPreemptionPlan& plan, const Policy& policy);
   // Nothing can be evicted for the group (why, for explain), or an eviction failed: the room held for
   // it, if any, is given back and it is asked for again later.
   void preemption_failed(const std::string& key, const std::string& why);
@@ -216,10 +221,14 @@ class GroupBook {
     Clock::time_point room_asked_at{};  // when the preemptor last took the cue
     struct Preempting {
       std::string domain;
-      std::vector<PreemptionVictim> victims;
+      std::vector<PreemptionVictim> victims;  // evicted for it
+      std::vector<PreemptionVictim> leaving;  // terminating already on its nodes: waited for too
       Clock::time_point since;
     };
     std::optional<Preempting> preempting;
+    std::string room_made_in;         // the domain, once its victims are gone, until a member passes there
+    Clock::time_point room_ready_at;  // when they were seen gone
+    std::vector<std::string> avoid;   // domains where room made went unused
     std::string preemption_note;
   };
   using GroupPtr = std::shared_ptr<Group>;
@@ -239,6 +248,13 @@ class GroupBook {
   bool plan(Group& group, const Policy& policy, const Candidates& candidates, std::string& reason_kind);
   Admission planned_admission(const Group& group) const;
 
+  static constexpr std::chrono::seconds kRoomUnusedAfter{10};
+  // Room made by eviction whose nodes the member's request lacks: refused while the scheduler may not
+  // have seen the victims gone (kRoomUnusedAfter), then that domain is avoided and the plan moves.
+  std::optional<Admission> room_not_seen_yet(Group& group);
+  // Whether every slot node of `found` still has room for its members once the victims and the pods
+  // leaving are gone, on the view as it is now.
+  bool room_still_there(const Group& group, const GroupPreemptionPlan& found, const Policy& policy) const;
   // Preempting: refused with the victims still to leave; nullopt once all are gone (then planned).
   std::optional<Admission> while_preempting(Group& group, const Policy& policy);
   // No room: the group asks for some when its members may preempt.

@@ -88,7 +88,7 @@ class PlacementLedger {
 
   // --- group preemption (GroupBook's, under the ledger's lock) ---
   std::vector<GroupBook::RoomWanted> groups_wanting_room();
-  bool hold_for_preemption(const std::string& group, const GroupPreemptionPlan& plan);
+  bool hold_for_preemption(const std::string& group, const GroupPreemptionPlan& plan, const Policy& policy);
   void preemption_failed(const std::string& group, const std::string& why);
 
   // --- /bind ---

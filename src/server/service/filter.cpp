@@ -10,6 +10,10 @@
 namespace gpu_extender::verbs {
 namespace {
 
+// How long a group member refused while its victims leave waits for the watch (see filter()): the lag of
+// one watch behind another on the same API server, with room to spare.
+constexpr std::chrono::milliseconds kGroupCatchUp{200};
+
 // Names mode: known nodes answer from the memo, reasons encoded already; names the cache lacks get a
 // verdict of this request's own (scratch.verdicts and scratch.reason_json, sized first: the answer
 // points into them).
@@ -127,9 +131,11 @@ int filter(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
   GroupJudgement group = judge_group_member(ctx, ws, args, group_error);
   if (group == GroupJudgement::kJudged && view && ws.group.admission.victims_leaving) {
     // The scheduler retries a member on the deletion of a pod evicted for its group, which this watch
-    // may not have read yet: wait for it as a preemptor waits for its victims (see worth_catching_up).
+    // may not have read yet: wait a little for it (see worth_catching_up). Bounded by kGroupCatchUp, not
+    // a preemptor's second: a member refused while its victims still terminate stalls the scheduler's
+    // serial cycle for that long on every retry.
     const auto deadline = ClusterView::Clock::now() + std::max<std::chrono::milliseconds>(ctx.parts.view_catch_up,
-                                                                                          PreemptorMemory::kCatchUp);
+                                                                                          kGroupCatchUp);
     while (ws.group.admission.victims_leaving && view->catch_up(group_seen, deadline, true)) {
       group_seen = view->change_count();
       group = judge_group_member(ctx, ws, args, group_error);

@@ -49,7 +49,8 @@ PodRequest required_member(int gpus, std::string_view size = "4") {
   return p;
 }
 
-GroupPreemptionPlan preempt(Cluster& c, const PodRequest& pod, int32_t priority, int64_t needed) {
+GroupPreemptionPlan preempt(Cluster& c, const PodRequest& pod, int32_t priority, int64_t needed,
+                            std::vector<std::string> bound = {}, std::vector<std::string> avoid = {}) {
   static const auto policy = test_support::default_policy();
   std::string error;
   const std::optional<GroupSpec> spec = group_spec_of(pod, policy->schema(), error);
@@ -63,6 +64,8 @@ GroupPreemptionPlan preempt(Cluster& c, const PodRequest& pod, int32_t priority,
   r.needed = needed;
   r.nodes = c.fleet.candidates();
   r.pods = c.pods;
+  r.bound_nodes = std::move(bound);
+  r.avoid = std::move(avoid);
   return plan_group_preemption(r);
 }
 
@@ -201,4 +204,53 @@ TEST_CASE("group preemption: a group without topology gets room over the whole c
   REQUIRE(plan.chosen);
   CHECK(plan.victims.size() == 3);
   CHECK(blocks_of(plan.slots).size() == 1);
+}
+
+TEST_CASE("group preemption: a required group with members bound stays in their block, never split") {
+  Cluster c;
+  c.run("low-b0", "nn-b-node-0", 8, 0);  // nn-b: one victim for one member
+  for (int i = 0; i < 3; ++i) c.run("member-" + std::to_string(i), "nn-a-node-" + std::to_string(i), 8, 1000);
+  c.run("low-a3a", "nn-a-node-3", 4, 0), c.run("low-a3b", "nn-a-node-3", 4, 0);  // nn-a: two victims
+  const PodRequest pod = required_member(8);
+  const GroupPreemptionPlan free_choice = preempt(c, pod, 1000, 1);
+  REQUIRE(free_choice.chosen);
+  CHECK(blocks_of(free_choice.slots) == std::set<std::string>{"nn-b"});  // one victim beats two
+  const GroupPreemptionPlan stay = preempt(c, pod, 1000, 1, {"nn-a-node-0", "nn-a-node-1", "nn-a-node-2"});
+  REQUIRE(stay.chosen);
+  CHECK(blocks_of(stay.slots) == std::set<std::string>{"nn-a"});
+  CHECK(names_of(stay.victims) == std::set<std::string>{"low-a3a", "low-a3b"});
+  // A domain where room made went unused is not chosen again.
+  const GroupPreemptionPlan avoided = preempt(c, pod, 1000, 1, {}, {"z1/nn-1/nn-2/nn-b"});
+  REQUIRE(avoided.chosen);
+  CHECK(blocks_of(avoided.slots) != std::set<std::string>{"nn-b"});
+}
+
+TEST_CASE("group preemption: native gang members are no victims, and negative priorities sum as the scheduler sums them") {
+  SECTION("a member of a native gang") {
+    Cluster c;
+    c.fleet = Fleet{};
+    c.fleet.add_block("nn-a", 1);
+    c.run("gang-0", "nn-a-node-0", 8, 0).native_gang = true;
+    CHECK_FALSE(preempt(c, required_member(8, "1"), 1000, 1).chosen);
+  }
+  SECTION("one victim at -10 beats four at -10 (sums offset by 2^31)") {
+    Cluster c;
+    c.run("a0", "nn-a-node-0", 8, -10);
+    for (int i = 0; i < 4; ++i) c.run("b" + std::to_string(i), "nn-b-node-0", 2, -10);
+    const GroupPreemptionPlan plan = preempt(c, required_member(8, "4"), 1000, 4);
+    REQUIRE(plan.chosen);
+    CHECK(names_of(plan.victims) == std::set<std::string>{"a0"});
+  }
+}
+
+TEST_CASE("group preemption: pods already terminating on the chosen nodes are waited for") {
+  Cluster c;
+  c.fleet = Fleet{};
+  c.fleet.add_block("nn-a", 2);
+  c.run("leaving", "nn-a-node-0", 8, 5000).terminating = true;
+  c.run("low", "nn-a-node-1", 8, 0);
+  const GroupPreemptionPlan plan = preempt(c, required_member(8, "2"), 1000, 2);
+  REQUIRE(plan.chosen);
+  CHECK(names_of(plan.victims) == std::set<std::string>{"low"});
+  CHECK(names_of(plan.leaving) == std::set<std::string>{"leaving"});
 }
