@@ -126,6 +126,7 @@ void GroupPreemptor::make_room(const GroupBook::RoomWanted& wanted, const Policy
     const Evictor::Result r = evictor_->evict(v, false);
     if (r.outcome == Evictor::Outcome::kEvicted) {
       spdlog::info("group {}: evicted pod {} (priority {}) on {}", key, pod_name(v), v.priority, v.node);
+      ledger_->victim_evicted();
       evictor_->record_preempted(v, message);
       continue;
     }

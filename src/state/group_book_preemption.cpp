@@ -92,10 +92,11 @@ bool GroupBook::hold_for_preemption(const std::string& key, const GroupPreemptio
     group.preempting =
         Group::Preempting{group.plan.domains.front(), found.victims, found.leaving, group.last_progress};
     if (!found.victims.empty()) ++stats_.preemptions;
-    stats_.preemption_victims += found.victims.size();
   }
   return true;
 }
+
+void GroupBook::victim_evicted() { ++stats_.preemption_victims; }
 
 void GroupBook::preemption_failed(const std::string& key, const std::string& why) {
   auto it = groups_.find(key);

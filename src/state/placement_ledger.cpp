@@ -92,6 +92,11 @@ bool PlacementLedger::hold_for_preemption(const std::string& group, const GroupP
   return groups_.hold_for_preemption(group, plan, policy);
 }
 
+void PlacementLedger::victim_evicted() {
+  std::lock_guard lock(mutex_);
+  groups_.victim_evicted();
+}
+
 void PlacementLedger::preemption_failed(const std::string& group, const std::string& why) {
   std::lock_guard lock(mutex_);
   groups_.preemption_failed(group, why);

@@ -155,6 +155,8 @@ class GroupBook {
   // Nothing can be evicted for the group (why, for explain), or an eviction failed: the room held for
   // it, if any, is given back and it is asked for again later.
   void preemption_failed(const std::string& key, const std::string& why);
+  // One of the victims was evicted (the Eviction API accepted it): counted in Stats::preemption_victims.
+  void victim_evicted();
 
   // A group's state, for /explain and logs.
   struct Report {
@@ -181,7 +183,7 @@ class GroupBook {
     uint64_t planned = 0, placed = 0, expired = 0;
     uint64_t moved = 0;        // plans made again because the scheduler no longer sent their nodes
     uint64_t gate_timeouts = 0;  // member binds refused because the rest of the group did not come
-    uint64_t preemptions = 0, preemption_victims = 0;  // rooms made by eviction, and the pods evicted
+    uint64_t preemptions = 0, preemption_victims = 0;  // rooms made by eviction, and the pods evicted (accepted)
     uint64_t preemptions_failed = 0;                   // rooms given back (an eviction refused, victims too slow)
     std::map<std::string, uint64_t> waiting;  // refusals of a member, by reason: no_domain, no_room, invalid, full
     int64_t reserved_gpus_milli = 0;          // held for members still to place

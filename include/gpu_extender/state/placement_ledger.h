@@ -90,6 +90,7 @@ class PlacementLedger {
   std::vector<GroupBook::RoomWanted> groups_wanting_room();
   bool hold_for_preemption(const std::string& group, const GroupPreemptionPlan& plan, const Policy& policy);
   void preemption_failed(const std::string& group, const std::string& why);
+  void victim_evicted();
 
   // --- /bind ---
   std::optional<PendingPod> take_pending(std::string_view uid);

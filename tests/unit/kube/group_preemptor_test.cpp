@@ -179,6 +179,7 @@ TEST_CASE("group preemptor: an eviction refused after its dry run gives the room
   CHECK(report->preemption_note.find("low-b1 was refused") != std::string::npos);
   CHECK(bed.c.gpus_used_in('b') == 16);  // the room given back: only the pods count
   CHECK(bed.ledger->stats().groups.preemptions_failed == 1);
+  CHECK(bed.ledger->stats().groups.preemption_victims == 1);  // low-b0 only: low-b1's eviction was refused
   CHECK(bed.admit_first().kind == Kind::kRefused);
 }
 
