@@ -47,6 +47,7 @@ bool GroupBook::room_still_there(const Group& group, const GroupPreemptionPlan& 
   std::map<std::string, int64_t> members_on;
   for (const std::string& node : found.slots) ++members_on[node];
   std::vector<std::string_view> names;
+  names.reserve(members_on.size());
   for (const auto& [node, count] : members_on) names.push_back(node);
   std::vector<std::shared_ptr<const CachedNode>> nodes;
   view_->find_nodes(names, nodes);
