@@ -106,6 +106,18 @@ bool worth_catching_up(const Workspace& ws, const ExtenderArgs& args) {
   return resolvable;
 }
 
+// Judges again (`judge`) on each change the watch brings after view version `seen`, until `done` or `wait`
+// has passed (ClusterView::catch_up; `expecting`: changes are known to be on their way).
+template <typename Judge, typename Done>
+void judge_while_catching_up(const ClusterView& view, uint64_t seen, std::chrono::milliseconds wait, bool expecting,
+                             const Judge& judge, const Done& done) {
+  const auto deadline = ClusterView::Clock::now() + wait;
+  while (!done() && view.catch_up(seen, deadline, expecting)) {
+    seen = view.change_count();
+    judge();
+  }
+}
+
 }  // namespace
 
 int filter(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
@@ -127,19 +139,16 @@ int filter(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
   // With --view-catch-up-ms 0 there is no view to catch up with: the watch is never hurried either.
   const ClusterView* view = ctx.parts.view_catch_up.count() > 0 ? ctx.parts.cluster.get() : nullptr;
   std::string group_error;
-  uint64_t group_seen = view ? view->change_count() : 0;
+  const uint64_t seen = view ? view->change_count() : 0;  // what the judgements below are as of, at least
   GroupJudgement group = judge_group_member(ctx, ws, args, group_error);
   if (group == GroupJudgement::kJudged && view && ws.group.admission.victims_leaving) {
     // The scheduler retries a member on the deletion of a pod evicted for its group, which this watch
     // may not have read yet: wait a little for it (see worth_catching_up). Bounded by kGroupCatchUp, not
     // a preemptor's second: a member refused while its victims still terminate stalls the scheduler's
     // serial cycle for that long on every retry.
-    const auto deadline = ClusterView::Clock::now() + std::max<std::chrono::milliseconds>(ctx.parts.view_catch_up,
-                                                                                          kGroupCatchUp);
-    while (ws.group.admission.victims_leaving && view->catch_up(group_seen, deadline, true)) {
-      group_seen = view->change_count();
-      group = judge_group_member(ctx, ws, args, group_error);
-    }
+    const auto wait = std::max<std::chrono::milliseconds>(ctx.parts.view_catch_up, kGroupCatchUp);
+    judge_while_catching_up(*view, seen, wait, true, [&] { group = judge_group_member(ctx, ws, args, group_error); },
+                            [&] { return !ws.group.admission.victims_leaving; });
   }
   if (group == GroupJudgement::kNoClusterView) {
     encode_filter_error(group_error, ws.answer);
@@ -151,7 +160,6 @@ int filter(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
   if (member) {
     scratch.verdict_of = ws.group.verdict_of;
   } else {
-    uint64_t seen = view ? view->change_count() : 0;
     judge_alone(ctx, ws, args);
     if (view && worth_catching_up(ws, args)) {  // rare: the clock is read only then
       // A preemptor's victims are on their way out: it waits for them longer, and even while no watch
@@ -159,12 +167,8 @@ int filter(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
       const bool preemptor = ctx.preemptors.preempting(args.pod.uid);
       const auto wait = preemptor ? std::max<std::chrono::milliseconds>(ctx.parts.view_catch_up, PreemptorMemory::kCatchUp)
                                   : ctx.parts.view_catch_up;
-      const auto deadline = ClusterView::Clock::now() + wait;
-      while (view->catch_up(seen, deadline, preemptor)) {
-        seen = view->change_count();
-        judge_alone(ctx, ws, args);
-        if (!worth_catching_up(ws, args)) break;
-      }
+      judge_while_catching_up(*view, seen, wait, preemptor, [&] { judge_alone(ctx, ws, args); },
+                              [&] { return !worth_catching_up(ws, args); });
     }
   }
   summarize(ws, args, !member && !args.full_mode ? &scratch.encoded : nullptr, summary);
