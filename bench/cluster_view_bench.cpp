@@ -17,7 +17,7 @@
 #include "bench_support.h"
 #include "gpu_extender/state/cluster_view.h"
 #include "gpu_extender/state/placement_ledger.h"
-#include "server/service/node_memo.h"
+#include "gpu_extender/state/view_snapshot.h"
 #include "verb_timing.h"
 
 using namespace gpu_extender;
@@ -362,14 +362,14 @@ int main(int argc, char** argv) {
   std::vector<std::string> padded(bodies.begin(), bodies.end());
   for (std::string& b : padded) b.reserve(b.size() + kJsonPadding);
   WireDecoder phase_decoder;
-  NodeMemo phase_memo;
+  ViewSnapshot phase_snapshot;
   std::vector<uint32_t> phase_slots;
   size_t next_body = 0;
   const bench::Timing parse_only = bench::measure(
       [&] { phase_decoder.decode_extender_args(padded[next_body++ % padded.size()], schema); });
   const bench::Timing parse_and_lookup = bench::measure([&] {
     const ExtenderArgs& args = phase_decoder.decode_extender_args(padded[next_body++ % padded.size()], schema);
-    phase_memo.lookup(*view, args.node_names, phase_slots);
+    phase_snapshot.update_and_find(*view, args.node_names, phase_slots);
   });
 
   load.apply_all(*view, schema, nodes.names, "DELETED", pod_count);

@@ -109,9 +109,8 @@ class ClusterView final : public UsageSource, public NodeSource {
   bool ready() const override { return nodes_synced_ && pods_synced_; }
   void find_nodes(std::span<const std::string_view> names,
                   std::vector<std::shared_ptr<const CachedNode>>& out) const override;
-  // Names mode (src/server/service/node_memo.h): what a memo kept across requests reads of the view, by node
-  // slot (a small number the view gives each node for as long as it knows it), under one read lock held
-  // while `read` runs. A slot's version is unique over the view's life and changes whenever its node's
+  // What a request's snapshot (view_snapshot.h) reads of the view, by node slot (a small number the
+  // view gives each node for as long as it knows it), under one read lock held while `read` runs. A slot's version is unique over the view's life and changes whenever its node's
   // object or usage does; the clock is the newest version given; the names generation changes whenever
   // a slot is given or taken back (only then do names move between slots).
   class SlotReader {

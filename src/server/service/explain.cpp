@@ -66,7 +66,7 @@ int explain(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
     ws.names.lookup(*ctx.parts.cluster, args);
     for (size_t i = 0; i < args.node_names.size(); ++i) {
       const uint32_t slot = ws.names.slots()[i];
-      if (slot == NodeMemo::kNoSlot) unknown.push_back(args.node_names[i]);
+      if (slot == ViewSnapshot::kNoSlot) unknown.push_back(args.node_names[i]);
       else inputs.push_back(ws.names.input(slot));
     }
   }

@@ -23,12 +23,12 @@ void judge_names(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args
   const std::vector<uint32_t>& slots = ws.names.slots();
   const size_t count = args.node_names.size();
   scratch.encoded.resize(count);
-  const size_t unknown = static_cast<size_t>(std::count(slots.begin(), slots.end(), NodeMemo::kNoSlot));
+  const size_t unknown = static_cast<size_t>(std::count(slots.begin(), slots.end(), ViewSnapshot::kNoSlot));
   scratch.verdicts.resize(unknown);
   if (scratch.reason_json.size() < unknown) scratch.reason_json.resize(unknown);
   for (size_t i = 0, k = 0; i < count; ++i) {
     const uint32_t slot = slots[i];
-    if (slot != NodeMemo::kNoSlot) {
+    if (slot != ViewSnapshot::kNoSlot) {
       const NodeVerdict& v = ws.names.verdict(slot);  // its address only: read when it did not pass
       scratch.verdict_of[i] = &v;
       scratch.encoded[i] = ws.names.passed(slot) ? EncodedVerdict{Fit::kPass, {}}

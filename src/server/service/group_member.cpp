@@ -12,8 +12,8 @@ namespace {
 constexpr std::string_view kGroupRule = "group";  // the rule named for refusals of the plan
 
 // The request's nodes that the extender knows, with their usage as of now: the planning candidates.
-// Called under the group book's lock, so names mode looks the names up again: the lookup before it
-// may predate another group's plan, and two groups planned on the same GPUs would both be stuck.
+// Called under the group book's lock, so the snapshot is taken again: the one before it may predate
+// another group's plan, and two groups planned on the same GPUs would both be stuck.
 std::span<const NodeInput> gather_candidates(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args) {
   GroupScratch& g = ws.group;
   g.candidates.clear();
@@ -23,16 +23,38 @@ std::span<const NodeInput> gather_candidates(const VerbContext& ctx, Workspace& 
   } else {
     ws.names.lookup(*ctx.parts.cluster, args);
     for (const uint32_t slot : ws.names.slots())
-      if (slot != NodeMemo::kNoSlot) g.candidates.push_back(ws.names.input(slot));
+      if (slot != ViewSnapshot::kNoSlot) g.candidates.push_back(ws.names.input(slot));
   }
   return g.candidates;
+}
+
+// The snapshot with each name's slot (full mode: ws.full.slots; names mode: ws.names.slots()).
+void take_snapshot(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args) {
+  if (args.full_mode) gather_full_mode(ctx, ws, args);
+  else ws.names.lookup(*ctx.parts.cluster, args);
+}
+
+// After the admission: the snapshot brought up to date, since admitting may have just held the
+// member's room (judge_planned takes it off). Only the changed slots are copied; the names are found
+// again only when a node came or went meanwhile (slots move only then).
+void update_snapshot(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args) {
+  const uint64_t names = ws.snapshot.names_generation();
+  ws.snapshot.update(*ctx.parts.cluster);
+  if (ws.snapshot.names_generation() != names) take_snapshot(ctx, ws, args);
+}
+
+// The slot of name i of the request in the snapshot (kNoSlot: none).
+uint32_t slot_of(const Workspace& ws, const ExtenderArgs& args, size_t i) {
+  return args.full_mode ? ws.full.slots[i] : ws.names.slots()[i];
 }
 
 // The node of name i of the request, or null when the extender does not know it.
 const NodeView* node_of(const Workspace& ws, const ExtenderArgs& args, size_t i) {
   if (args.full_mode) return &args.nodes[i];
-  const uint32_t slot = ws.names.slots()[i];
-  return slot == NodeMemo::kNoSlot ? nullptr : ws.names.input(slot).node;
+  const uint32_t slot = slot_of(ws, args, i);
+  if (slot == ViewSnapshot::kNoSlot) return nullptr;
+  const std::shared_ptr<const CachedNode>& node = ws.snapshot.node(slot);  // null: deleted since the lookup
+  return node ? &node->view() : nullptr;
 }
 
 // Every name given the one shared verdict.
@@ -45,10 +67,11 @@ void refuse_all(Workspace& ws, size_t count, Fit fit, const std::string& reason)
   g.encoded.assign(count, EncodedVerdict{fit, g.refused_json});
 }
 
-// A planned node with a slot left: the policy's verdict, the slot held for this member taken off.
-void judge_planned(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args, const NodeView& node,
-                   NodeVerdict& out) {
-  ResourceAmounts used = ctx.parts.cluster->used_on(node.name).value_or(ResourceAmounts{});
+// A planned node with a slot left (name i of the request): the policy's verdict, the slot held for
+// this member taken off.
+void judge_planned(Workspace& ws, const ExtenderArgs& args, size_t i, const NodeView& node, NodeVerdict& out) {
+  const uint32_t slot = slot_of(ws, args, i);
+  ResourceAmounts used = slot == ViewSnapshot::kNoSlot ? ResourceAmounts{} : ws.snapshot.used(slot);
   used.subtract(args.pod.requests);
   NodeInput probe(&node, &used);
   ws.policy->filter(args.pod, {&probe, 1}, ws.group.one);
@@ -67,7 +90,7 @@ GroupJudgement judge_group_member(const VerbContext& ctx, Workspace& ws, const E
             "--kubeconfig) to see every node's usage and hold the group's room; this extender has none";
     return GroupJudgement::kNoClusterView;
   }
-  if (!args.full_mode) ws.names.lookup(*ctx.parts.cluster, args);
+  take_snapshot(ctx, ws, args);
   GroupScratch& g = ws.group;
   // Whether the scheduler sent any of the plan's open nodes: the verdict pass below finds out anyway, so
   // the first admission takes it for granted, and only a pass that finds none asks again with the answer
@@ -87,6 +110,7 @@ GroupJudgement judge_group_member(const VerbContext& ctx, Workspace& ws, const E
       break;
     }
     refuse_all(ws, count, Fit::kResolvable, "outside the plan: " + g.admission.plan);
+    update_snapshot(ctx, ws, args);
     const std::vector<std::string>& open = g.admission.open;
     g.planned.resize(open.size());  // sized first: verdict_of points into it
     g.planned_json.resize(open.size());
@@ -98,7 +122,7 @@ GroupJudgement judge_group_member(const VerbContext& ctx, Workspace& ws, const E
       if (!node) continue;  // not in the cache: refused as outside what the extender can judge
       NodeVerdict& v = g.planned[judged];
       std::string& json = g.planned_json[judged++];
-      judge_planned(ctx, ws, args, *node, v);
+      judge_planned(ws, args, i, *node, v);
       json.clear();
       if (!v.passed()) append_json_string(json, v.reason);
       g.verdict_of[i] = &v;

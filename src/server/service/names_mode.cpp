@@ -8,14 +8,13 @@
 namespace gpu_extender {
 
 void NamesMode::lookup(const ClusterView& view, const ExtenderArgs& args) {
-  nodes_.lookup(view, args.node_names, slots_, args.node_names_json);
+  snapshot_.update_and_find(view, args.node_names, slots_, args.node_names_json);
   // What the view changed is neither judged nor scored any more (slots past the memo's size are new:
   // reset_if_other_pod sizes them unjudged).
-  for (const uint32_t slot : nodes_.changed) {
+  snapshot_.take_changes([&](uint32_t slot) {
     if (slot < memo_.judged.size()) memo_.judged[slot] = 0;
     if (slot < memo_.scored.size()) memo_.scored[slot] = 0;
-  }
-  nodes_.changed.clear();
+  });
 }
 
 void NamesMode::reset_if_other_pod(const std::shared_ptr<const Policy>& policy, const PodRequest& pod) {
@@ -26,7 +25,7 @@ void NamesMode::reset_if_other_pod(const std::shared_ptr<const Policy>& policy, 
     std::fill(memo_.judged.begin(), memo_.judged.end(), 0);
     std::fill(memo_.scored.begin(), memo_.scored.end(), 0);
   }
-  const size_t slots = nodes_.version.size();
+  const size_t slots = snapshot_.size();
   if (memo_.judged.size() < slots) {
     memo_.judged.resize(slots, 0);
     memo_.verdict.resize(slots);
@@ -46,7 +45,7 @@ void NamesMode::judge(const ClusterView& view, const std::shared_ptr<const Polic
   stale_slots_.clear();
   stale_inputs_.clear();
   for (uint32_t slot : slots_) {
-    if (slot == NodeMemo::kNoSlot || memo_.judged[slot] != 0) continue;
+    if (slot == ViewSnapshot::kNoSlot || memo_.judged[slot] != 0) continue;
     memo_.judged[slot] = 1;  // also once only for a name sent twice
     stale_slots_.push_back(slot);
     stale_inputs_.push_back(input(slot));
@@ -66,7 +65,7 @@ void NamesMode::read_live(const GpuUtilizationSource* utilization, std::span<con
   live_.assign(scored.size(), std::nullopt);
   if (!utilization) return;
   const auto now = GpuUtilizationSource::Clock::now();
-  for (size_t k = 0; k < scored.size(); ++k) live_[k] = utilization->fresh(nodes_.node[scored[k]]->view().name, now);
+  for (size_t k = 0; k < scored.size(); ++k) live_[k] = utilization->fresh(snapshot_.node(scored[k])->view().name, now);
 }
 
 void NamesMode::score(const PodRequest& pod, const GpuUtilizationSource* utilization, std::span<const uint32_t> scored,

@@ -15,18 +15,18 @@
 #include <string_view>
 #include <vector>
 
-#include "gpu_extender/state/cluster_view.h"
 #include "gpu_extender/policy/policy.h"
+#include "gpu_extender/state/cluster_view.h"
+#include "gpu_extender/state/view_snapshot.h"
 #include "gpu_extender/wire/wire.h"
-#include "server/service/node_memo.h"
 
 namespace gpu_extender {
 
 class GpuUtilizationSource;
 
-// Per node slot (see NodeMemo), the verdict the policy gave the node in its state of the last lookup,
-// for a pod with `facts` under `policy`. Reused while all of these hold: a slot the node memo reports
-// changed (NodeMemo::changed) is marked not judged, and not scored.
+// Per node slot (see ViewSnapshot), the verdict the policy gave the node in its state of the last lookup,
+// for a pod with `facts` under `policy`. Reused while all of these hold: a slot the snapshot reports
+// changed (ViewSnapshot::take_changes) is marked not judged, and not scored.
 struct VerdictMemo {
   std::shared_ptr<const Policy> policy;  // held: a reloaded policy must not reuse this one's address
   PodFacts facts;
@@ -48,15 +48,18 @@ struct VerdictMemo {
 
 class NamesMode {
  public:
-  // Looks up args.node_names in the view (see slots()), without judging (/explain).
+  // Reads nodes through `snapshot` (the workspace's), which lookup() brings up to date.
+  explicit NamesMode(ViewSnapshot& snapshot) : snapshot_(snapshot) {}
+  // Brings the snapshot up to date and looks up args.node_names in it (see slots()), without judging
+  // (/explain).
   void lookup(const ClusterView& view, const ExtenderArgs& args);
   // lookup(), then every known node's verdict, judged again only where the node, the pod's facts or
   // the policy changed.
   void judge(const ClusterView& view, const std::shared_ptr<const Policy>& policy, const ExtenderArgs& args);
-  // Per name of the last lookup: its slot, NodeMemo::kNoSlot where the view has no node by that name.
+  // Per name of the last lookup: its slot, ViewSnapshot::kNoSlot where the view has no node by that name.
   const std::vector<uint32_t>& slots() const { return slots_; }
   // The node in `slot` with its usage, as of the last lookup.
-  NodeInput input(uint32_t slot) const { return {&nodes_.node[slot]->view(), &nodes_.used[slot]}; }
+  NodeInput input(uint32_t slot) const { return snapshot_.input(slot); }
   // After judge(): the verdict of the node in `slot`, and its reason as a JSON string.
   const NodeVerdict& verdict(uint32_t slot) const { return memo_.verdict[slot]; }
   bool passed(uint32_t slot) const { return memo_.passed[slot] != 0; }
@@ -64,7 +67,7 @@ class NamesMode {
   // The filter answered `names_json` (the names of `slots`): /prioritize will be sent that very list,
   // which the next lookup then finds by its bytes.
   void remember_answer(std::string_view names_json, std::span<const uint32_t> slots) {
-    nodes_.remember(names_json, slots);
+    snapshot_.remember(names_json, slots);
   }
   // After judge(): sheet.final for `scored` (slots that passed), in that order. The per-node scorers'
   // raw scores (and, when only those apply, their weighted mean) are kept by slot and computed only
@@ -79,7 +82,7 @@ class NamesMode {
   // The live utilisation of each of `scored` into live_ (empty without a source).
   void read_live(const GpuUtilizationSource* utilization, std::span<const uint32_t> scored);
 
-  NodeMemo nodes_;     // kept across requests
+  ViewSnapshot& snapshot_;  // the workspace's, kept across requests
   VerdictMemo memo_;   // kept across requests
   std::vector<uint32_t> slots_;        // per name of the last lookup
   std::vector<uint32_t> stale_slots_;  // slots judged or scored again in this request

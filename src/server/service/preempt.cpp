@@ -32,12 +32,11 @@ std::string shared_gpu_freed_by(const PodRequest& pod, std::string_view node, co
          "; ";
 }
 
-// Usage on the candidate's node once its victims are gone. A victim the pod view does not know frees
-// nothing here: the node is kept only if the pod fits without counting on it.
-std::optional<ResourceAmounts> usage_without_victims(const VerbContext& ctx, const PreemptionCandidate& c,
-                                                     bool note_freed, Freed& freed) {
-  std::optional<ResourceAmounts> used = ctx.parts.usage->used_on(c.node);
-  if (!used) return used;
+// Usage on the candidate's node (`used`, from the request's snapshot) once its victims are gone. A
+// victim neither the scheduler's body nor the ledger knows frees nothing here: the node is kept only if
+// the pod fits without counting on it.
+ResourceAmounts usage_without_victims(const VerbContext& ctx, const PreemptionCandidate& c, ResourceAmounts used,
+                                      bool note_freed, Freed& freed) {
   for (const auto& victim : c.victims) {
     std::optional<ResourceAmounts> frees = victim.requests;
     if (!frees) {
@@ -45,7 +44,7 @@ std::optional<ResourceAmounts> usage_without_victims(const VerbContext& ctx, con
       if (known && known->first == c.node) frees = known->second;
     }
     if (!frees) continue;
-    used->subtract(*frees);
+    used.subtract(*frees);
     if (note_freed) freed.emplace_back(victim.uid, *frees);  // for the log line
   }
   return used;
@@ -74,18 +73,19 @@ int preempt(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
   }
   std::vector<std::string_view> names;
   for (const auto& c : args.candidates) names.push_back(c.node);
-  std::vector<std::shared_ptr<const CachedNode>> nodes;
-  ctx.parts.cluster->find_nodes(names, nodes);
+  std::vector<uint32_t> slots;
+  ws.snapshot.update_and_find(*ctx.parts.cluster, names, slots);  // the candidates' nodes, as of now
 
   std::vector<bool> keep(args.candidates.size(), false);
   std::vector<NodeVerdict> verdict;
   for (size_t i = 0; i < args.candidates.size(); ++i) {
     const PreemptionCandidate& c = args.candidates[i];
     // A node returned with no victims is an error in the scheduler; an unknown node cannot be judged.
-    if (c.victims.empty() || !nodes[i]) continue;
+    if (c.victims.empty() || slots[i] == ViewSnapshot::kNoSlot) continue;
     Freed freed;
-    const std::optional<ResourceAmounts> used = usage_without_victims(ctx, c, args.pod.wants_shared_gpu(), freed);
-    const NodeInput input{&nodes[i]->view(), used};
+    const ResourceAmounts used =
+        usage_without_victims(ctx, c, ws.snapshot.used(slots[i]), args.pod.wants_shared_gpu(), freed);
+    const NodeInput input{&ws.snapshot.node(slots[i])->view(), &used};
     ws.policy->filter(args.pod, std::span<const NodeInput>(&input, 1), verdict);
     keep[i] = verdict[0].passed();
     if (keep[i] && args.pod.wants_shared_gpu()) summary.detail += shared_gpu_freed_by(args.pod, c.node, input, freed);

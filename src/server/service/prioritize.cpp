@@ -57,7 +57,7 @@ void score_names_mode(const VerbContext& ctx, Workspace& ws, const ExtenderArgs&
   scratch.place.assign(args.node_names.size(), PrioritizeScratch::kNotScored);  // names the cache lacks score 0
   scratch.scored_slots.clear();
   for (size_t i = 0; i < slots.size(); ++i) {
-    if (slots[i] == NodeMemo::kNoSlot || !ws.names.passed(slots[i])) continue;
+    if (slots[i] == ViewSnapshot::kNoSlot || !ws.names.passed(slots[i])) continue;
     scratch.place[i] = scratch.scored_slots.size();
     scratch.scored_slots.push_back(slots[i]);
   }

@@ -176,10 +176,24 @@ void expect_bind(const VerbContext& ctx, const PodRequest& pod) {
 
 void gather_full_mode(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args) {
   FullModeNodes& full = ws.full;
+  const size_t count = args.nodes.size();
   full.inputs.clear();
-  full.usage.resize(args.nodes.size());  // sized first: the inputs point into it
-  for (size_t i = 0; i < args.nodes.size(); ++i) {
-    full.usage[i] = ctx.parts.usage->used_on(args.nodes[i].name);
+  full.usage.resize(count);  // sized first: the inputs point into it
+  full.slots.assign(count, ViewSnapshot::kNoSlot);
+  if (ctx.parts.cluster) {
+    // The request's snapshot: every node's usage as of one instant, found by name (a deleted node
+    // whose pods are not gone yet still has usage there).
+    full.names.clear();
+    for (const NodeView& node : args.nodes) full.names.push_back(node.name);
+    ws.snapshot.update_and_find(*ctx.parts.cluster, full.names, full.slots, {}, ViewSnapshot::Find::kEntries);
+  }
+  // Usage comes from the snapshot when the view is the usage source (always, but in tests that give
+  // the service another source beside a view).
+  const bool from_snapshot = ctx.parts.cluster && ctx.parts.usage.get() == ctx.parts.cluster.get();
+  for (size_t i = 0; i < count; ++i) {
+    if (!from_snapshot) full.usage[i] = ctx.parts.usage->used_on(args.nodes[i].name);
+    else if (full.slots[i] == ViewSnapshot::kNoSlot) full.usage[i] = ResourceAmounts{};
+    else full.usage[i] = ws.snapshot.used(full.slots[i]);
     full.inputs.emplace_back(&args.nodes[i], full.usage[i]);
   }
 }

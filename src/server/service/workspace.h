@@ -12,11 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "gpu_extender/policy/policy.h"
 #include "gpu_extender/state/cluster_view.h"
 #include "gpu_extender/state/node_source.h"
-#include "gpu_extender/policy/policy.h"
-#include "gpu_extender/wire/wire.h"
 #include "gpu_extender/state/placement_ledger.h"
+#include "gpu_extender/state/view_snapshot.h"
+#include "gpu_extender/wire/wire.h"
 #include "gpu_extender/wire/wire_encode.h"
 #include "server/service/names_mode.h"
 
@@ -26,6 +27,8 @@ namespace gpu_extender {
 struct FullModeNodes {
   std::vector<NodeInput> inputs;                     // one per node of the request
   std::vector<std::optional<ResourceAmounts>> usage;  // what inputs[i].used points to
+  std::vector<std::string_view> names;               // the nodes' names, to find them in the snapshot
+  std::vector<uint32_t> slots;                       // per node, its slot in the snapshot (kNoSlot: none)
 };
 
 // /filter's buffers, per node name of the request.
@@ -70,8 +73,11 @@ struct Workspace {
   std::string body;    // the request body, read with kJsonPadding bytes of spare capacity
   std::string answer;  // the response body
   WireDecoder decoder;
+  // What the request reads of the cluster view, brought up to date when it starts judging; kept across
+  // requests, so that only what changed since the last one is copied (view_snapshot.h).
+  ViewSnapshot snapshot;
   FullModeNodes full;
-  NamesMode names;  // kept across requests: its memos are what make names mode cheap
+  NamesMode names{snapshot};  // kept across requests: its memos are what make names mode cheap
   FilterScratch filter;
   PrioritizeScratch prioritize;
   GroupScratch group;
