@@ -107,8 +107,19 @@ NodeEvents node_events(const std::string& full_body_path, const ViewSchema& sche
 }
 
 // A view of the nodes of `events`; `all_fit`: each made an 8-GPU A100 of 80 GB (every node feasible).
-std::shared_ptr<ClusterView> view_of(const NodeEvents& events, const ViewSchema& schema, bool all_fit) {
+// A cluster view with the ledger that writes it, as the watch has them (PlacementLedger::observe_*).
+struct Cluster {
+  std::shared_ptr<ClusterView> view;
+  std::shared_ptr<PlacementLedger> ledger;
+  void mark_synced() const {
+    ledger->observe_nodes_synced();
+    ledger->observe_pods_synced();
+  }
+};
+
+Cluster cluster_of(const NodeEvents& events, const ViewSchema& schema, bool all_fit) {
   auto view = std::make_shared<ClusterView>();
+  Cluster cluster{view, std::make_shared<PlacementLedger>(view)};
   WireDecoder decoder;
   NodeView node;
   for (const std::string& line : events.lines) {
@@ -124,9 +135,9 @@ std::shared_ptr<ClusterView> view_of(const NodeEvents& events, const ViewSchema&
       object["status"]["allocatable"]["nvidia.com/gpu"] = "8";
       decoder.decode_node_event(event.dump(), schema, node);
     }
-    view->upsert_node(node);
+    cluster.ledger->observe_node(node);
   }
-  return view;
+  return cluster;
 }
 
 // Pods through the watch code: generated in batches (not timed), applied through decode + upsert (timed).
@@ -136,7 +147,7 @@ struct PodLoad {
   PodRequest pod;
   double seconds = 0;
   size_t applied = 0, bytes = 0;
-  void apply(ClusterView& view, const ViewSchema& schema, const std::vector<std::string>& nodes, const std::string& type,
+  void apply(PlacementLedger& ledger, const ViewSchema& schema, const std::vector<std::string>& nodes, const std::string& type,
              size_t from, size_t to) {
     std::vector<std::string> batch;
     batch.reserve(to - from);
@@ -144,16 +155,16 @@ struct PodLoad {
     const auto t0 = std::chrono::steady_clock::now();
     for (const std::string& line : batch) {
       const WatchEventHeader h = decoder.decode_pod_event(line, schema, pod);
-      if (h.type == "DELETED") view.delete_pod(pod.uid);
-      else view.upsert_pod(pod);
+      if (h.type == "DELETED") ledger.observe_deleted(pod.uid);
+      else ledger.observe_pod(pod);
       bytes += line.size();
     }
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     applied += to - from;
   }
-  void apply_all(ClusterView& view, const ViewSchema& schema, const std::vector<std::string>& nodes,
+  void apply_all(PlacementLedger& ledger, const ViewSchema& schema, const std::vector<std::string>& nodes,
                  const std::string& type, size_t count) {
-    for (size_t i = 0; i < count; i += 10000) apply(view, schema, nodes, type, i, std::min(count, i + 10000));
+    for (size_t i = 0; i < count; i += 10000) apply(ledger, schema, nodes, type, i, std::min(count, i + 10000));
   }
 };
 
@@ -218,11 +229,10 @@ void report(const Figures& f, const char* out_path) {
 // every member after the first does. Printed, not in the JSON figures.
 void time_group_member(const NodeEvents& nodes, const ViewSchema& schema, const std::shared_ptr<const Policy>& policy,
                        const std::string& names_body) {
-  std::shared_ptr<ClusterView> view = view_of(nodes, schema, true);
-  view->mark_nodes_synced();
-  view->mark_pods_synced();
-  ServiceParts parts{policy, nullptr, view, nullptr};
-  parts.ledger = std::make_shared<PlacementLedger>(view);
+  const Cluster cluster = cluster_of(nodes, schema, true);
+  cluster.mark_synced();
+  ServiceParts parts{policy, nullptr, cluster.view, nullptr};
+  parts.ledger = cluster.ledger;
   const ExtenderService service(parts);
   nlohmann::json body = nlohmann::json::parse(names_body);
   auto& annotations = body["Pod"]["metadata"]["annotations"];
@@ -259,7 +269,8 @@ void time_group_member(const NodeEvents& nodes, const ViewSchema& schema, const 
 // events (decoded and applied) a second. Printed, not in the JSON figures.
 void time_dra_inventory(const NodeEvents& nodes, const ViewSchema& schema, const std::shared_ptr<const Policy>& policy,
                         const std::vector<std::string>& bodies, const std::string& pod_text) {
-  std::shared_ptr<ClusterView> view = view_of(nodes, schema, false);
+  const Cluster cluster = cluster_of(nodes, schema, false);
+  const std::shared_ptr<ClusterView>& view = cluster.view;
   WireDecoder decoder;
   NodeView node;
   for (const std::string& line : nodes.lines) {
@@ -275,7 +286,7 @@ void time_dra_inventory(const NodeEvents& nodes, const ViewSchema& schema, const
                                                                            std::to_string(i)};
       slice.devices.push_back(std::move(gpu));
     }
-    view->upsert_slice(std::move(slice));
+    cluster.ledger->observe_slice(std::move(slice));
   }
   // Claim events as the API server sends them, one per node of two; timed through decode and upsert.
   std::vector<std::string> claims;
@@ -294,11 +305,10 @@ void time_dra_inventory(const NodeEvents& nodes, const ViewSchema& schema, const
   const auto t0 = std::chrono::steady_clock::now();
   for (const std::string& line : claims) {
     decoder.decode_resource_claim_event(line, claim);
-    view->upsert_claim(DraClaim::of(claim, schema));
+    cluster.ledger->observe_claim(DraClaim::of(claim, schema));
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  view->mark_nodes_synced();
-  view->mark_pods_synced();
+  cluster.mark_synced();
   const ExtenderService service(ServiceParts{policy, nullptr, view, nullptr});
   const VerbSummary probe = checked_filter(service, bodies.front(), "a DRA inventory");
   const bench::VerbTimings timings = bench::time_cycles_as_scheduled(service, bodies, pod_text);
@@ -325,13 +335,13 @@ int main(int argc, char** argv) {
   nlohmann::json pod_json = nlohmann::json::parse(names_body)["Pod"];
   for (auto& c : pod_json["spec"]["containers"]) c["resources"] = nlohmann::json::object();
   const long rss_start = rss_kb();
-  std::shared_ptr<ClusterView> view = view_of(nodes, schema, false);
+  const Cluster cluster = cluster_of(nodes, schema, false);
+  const std::shared_ptr<ClusterView>& view = cluster.view;
   PodLoad load{pod_template(pod_json), {}, {}, 0, 0, 0};
-  load.apply_all(*view, schema, nodes.names, "ADDED", pod_count);
-  view->mark_nodes_synced();
-  view->mark_pods_synced();
+  load.apply_all(*cluster.ledger, schema, nodes.names, "ADDED", pod_count);
+  cluster.mark_synced();
   const long rss_loaded = rss_kb();
-  load.apply_all(*view, schema, nodes.names, "MODIFIED", pod_count / 3);
+  load.apply_all(*cluster.ledger, schema, nodes.names, "MODIFIED", pod_count / 3);
 
   // Names mode with the view filled, as kube-scheduler calls it: /filter then /prioritize for each pod,
   // alternately, each with the names in a new order. The scheduler's filter runs on 16 goroutines,
@@ -345,10 +355,9 @@ int main(int argc, char** argv) {
   const bench::VerbTimings scheduled = bench::time_cycles_as_scheduled(service, bodies, pod_text);
 
   // Every node feasible (the most /prioritize is ever sent), with nothing in use, in a view of its own.
-  std::shared_ptr<ClusterView> all_fit_view = view_of(nodes, schema, true);
-  all_fit_view->mark_nodes_synced();
-  all_fit_view->mark_pods_synced();
-  const ExtenderService all_fit_service(ServiceParts{policy, nullptr, all_fit_view, nullptr});
+  const Cluster all_fit_cluster = cluster_of(nodes, schema, true);
+  all_fit_cluster.mark_synced();
+  const ExtenderService all_fit_service(ServiceParts{policy, nullptr, all_fit_cluster.view, nullptr});
   const VerbSummary all_fit_probe = checked_filter(all_fit_service, names_body, "every node feasible");
   if (all_fit_probe.nodes_out * 10 < all_fit_probe.nodes_in * 8) {
     std::cerr << "every node feasible: only " << all_fit_probe.nodes_out << " of " << all_fit_probe.nodes_in
@@ -372,7 +381,7 @@ int main(int argc, char** argv) {
     phase_snapshot.update_and_find(*view, args.node_names, phase_slots);
   });
 
-  load.apply_all(*view, schema, nodes.names, "DELETED", pod_count);
+  load.apply_all(*cluster.ledger, schema, nodes.names, "DELETED", pod_count);
   const Figures figures{nodes.names.size(), pod_count, (rss_loaded - rss_start) / 1024.0, rss_loaded / 1024.0,
                         load, probe, all_fit_probe, verbs, scheduled, all_fit, parse_only, parse_and_lookup};
   report(figures, argv[1]);

@@ -26,7 +26,7 @@ std::string url_escape(const std::string& text) {
 }  // namespace
 
 Reflector::Reflector(Watched kind, std::shared_ptr<const ApiClient> api, WatchTarget target, ReflectorOptions options)
-    : api_(std::move(api)), view_(target.view), options_(options) {
+    : api_(std::move(api)), ledger_(target.ledger), options_(options) {
   target.not_understood = [this](std::string_view what, std::string_view why) { not_understood(what, why); };
   kind_ = make_watched_kind(kind, std::move(target));
 }
@@ -158,7 +158,7 @@ bool Reflector::list() {
   const size_t listed = kind_->replace_with_list();
   spdlog::info("cluster view: listed {} {} (resourceVersion {})", listed, name(), meta.resource_version);
   resource_version_ = meta.resource_version;
-  view_->touch();
+  ledger_->observe_heard();
   heard_from_server();
   return true;
 }
@@ -175,7 +175,7 @@ bool Reflector::apply_event(std::string_view line, WatchEnd& end) {
       return false;
     }
     if (!header.resource_version.empty()) resource_version_ = header.resource_version;
-    view_->touch();
+    ledger_->observe_heard();
   } catch (const DecodeError& e) {
     // One unreadable event must not stop the view; a relist will set it right.
     spdlog::error("cluster view: unreadable {} watch event ({}); relisting", name(), e.what());

@@ -77,7 +77,7 @@ class Reflector {
   void sleep_for(std::chrono::milliseconds duration);
 
   std::shared_ptr<const ApiClient> api_;
-  std::shared_ptr<ClusterView> view_;  // touched (its last event's time) on every list and event
+  std::shared_ptr<PlacementLedger> ledger_;  // told on every list and event that the view is fresh (observe_heard)
   std::unique_ptr<WatchedKind> kind_;
   ReflectorOptions options_;
   std::string resource_version_;

@@ -77,7 +77,7 @@ struct Pods {
   }
   static void replace(std::vector<Kept>& listed, const WatchTarget& t) {
     t.ledger->observe_relist(listed);  // the view and the assumptions, in one step
-    t.view->mark_pods_synced();
+    t.ledger->observe_pods_synced();
   }
   static void upsert(Object& pod, const WatchTarget& t) {
     // A bound pod asking through claims holds their GPUs before their allocation may show (another
@@ -117,11 +117,11 @@ struct Nodes {
     listed.push_back(CachedNode::copy_of(node));
   }
   static void replace(std::vector<Kept>& listed, const WatchTarget& t) {
-    t.view->replace_nodes(listed);
-    t.view->mark_nodes_synced();
+    t.ledger->observe_node_list(listed);
+    t.ledger->observe_nodes_synced();
   }
-  static void upsert(const Object& node, const WatchTarget& t) { t.view->upsert_node(node); }
-  static void remove(const Object& node, const WatchTarget& t) { t.view->delete_node(node.name); }
+  static void upsert(const Object& node, const WatchTarget& t) { t.ledger->observe_node(node); }
+  static void remove(const Object& node, const WatchTarget& t) { t.ledger->observe_node_deleted(node.name); }
 };
 
 struct ResourceSlices {
@@ -142,9 +142,9 @@ struct ResourceSlices {
   static void keep(const Object& slice, const WatchTarget& t, std::vector<Kept>& listed) {
     listed.push_back(DraSlice::of(slice, t.schema));
   }
-  static void replace(std::vector<Kept>& listed, const WatchTarget& t) { t.view->replace_slices(std::move(listed)); }
-  static void upsert(const Object& slice, const WatchTarget& t) { t.view->upsert_slice(DraSlice::of(slice, t.schema)); }
-  static void remove(const Object& slice, const WatchTarget& t) { t.view->delete_slice(slice.name); }
+  static void replace(std::vector<Kept>& listed, const WatchTarget& t) { t.ledger->observe_slice_list(std::move(listed)); }
+  static void upsert(const Object& slice, const WatchTarget& t) { t.ledger->observe_slice(DraSlice::of(slice, t.schema)); }
+  static void remove(const Object& slice, const WatchTarget& t) { t.ledger->observe_slice_deleted(slice.name); }
 };
 
 struct ResourceClaims {
@@ -173,9 +173,9 @@ struct ResourceClaims {
   static void keep(const Object& claim, const WatchTarget& t, std::vector<Kept>& listed) {
     listed.push_back(DraClaim::of(claim, t.schema));
   }
-  static void replace(std::vector<Kept>& listed, const WatchTarget& t) { t.view->replace_claims(std::move(listed)); }
-  static void upsert(const Object& claim, const WatchTarget& t) { t.view->upsert_claim(DraClaim::of(claim, t.schema)); }
-  static void remove(const Object& claim, const WatchTarget& t) { t.view->delete_claim(key_of(claim)); }
+  static void replace(std::vector<Kept>& listed, const WatchTarget& t) { t.ledger->observe_claim_list(std::move(listed)); }
+  static void upsert(const Object& claim, const WatchTarget& t) { t.ledger->observe_claim(DraClaim::of(claim, t.schema)); }
+  static void remove(const Object& claim, const WatchTarget& t) { t.ledger->observe_claim_deleted(key_of(claim)); }
 };
 
 struct ResourceClaimTemplates {
@@ -195,13 +195,13 @@ struct ResourceClaimTemplates {
     listed.push_back(DraClaim::of(claim_template, t.schema));
   }
   static void replace(std::vector<Kept>& listed, const WatchTarget& t) {
-    t.view->replace_claim_templates(std::move(listed));
+    t.ledger->observe_claim_template_list(std::move(listed));
   }
   static void upsert(const Object& claim_template, const WatchTarget& t) {
-    t.view->upsert_claim_template(DraClaim::of(claim_template, t.schema));
+    t.ledger->observe_claim_template(DraClaim::of(claim_template, t.schema));
   }
   static void remove(const Object& claim_template, const WatchTarget& t) {
-    t.view->delete_claim_template(key_of(claim_template));
+    t.ledger->observe_claim_template_deleted(key_of(claim_template));
   }
 };
 
@@ -223,9 +223,9 @@ struct DeviceTaintRules {
   static void keep(const Object& rule, const WatchTarget& t, std::vector<Kept>& listed) {
     listed.push_back(DraTaintRule::of(rule, t.schema));
   }
-  static void replace(std::vector<Kept>& listed, const WatchTarget& t) { t.view->replace_taint_rules(std::move(listed)); }
-  static void upsert(const Object& rule, const WatchTarget& t) { t.view->upsert_taint_rule(DraTaintRule::of(rule, t.schema)); }
-  static void remove(const Object& rule, const WatchTarget& t) { t.view->delete_taint_rule(rule.name); }
+  static void replace(std::vector<Kept>& listed, const WatchTarget& t) { t.ledger->observe_taint_rule_list(std::move(listed)); }
+  static void upsert(const Object& rule, const WatchTarget& t) { t.ledger->observe_taint_rule(DraTaintRule::of(rule, t.schema)); }
+  static void remove(const Object& rule, const WatchTarget& t) { t.ledger->observe_taint_rule_deleted(rule.name); }
 };
 
 }  // namespace

@@ -13,7 +13,7 @@ ClusterView::ClusterView() : index_(std::make_unique<NodeNameIndex>()) {}
 
 ClusterView::~ClusterView() = default;
 
-void ClusterView::touch() {
+void ClusterView::touch(Write) {
   last_event_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
 }
 
@@ -79,7 +79,7 @@ void ClusterView::refresh_node(NodeEntry& entry) {
   changed(entry);
 }
 
-void ClusterView::upsert_node(const NodeView& node) {
+void ClusterView::upsert_node(Write, const NodeView& node) {
   auto cached = CachedNode::copy_of(node);
   std::unique_lock lock(mutex_);
   NodeEntry& entry = entry_for(std::string(node.name))->second;
@@ -89,7 +89,7 @@ void ClusterView::upsert_node(const NodeView& node) {
   reindex_if_names_changed();
 }
 
-void ClusterView::delete_node(std::string_view name) {
+void ClusterView::delete_node(Write, std::string_view name) {
   std::unique_lock lock(mutex_);
   auto it = nodes_.find(name);
   if (it == nodes_.end() || !it->second.listed) return;
@@ -127,7 +127,7 @@ void ClusterView::release_in_flight(const InFlightRelease& released) {
   }
 }
 
-void ClusterView::upsert_pod(const PodRequest& pod, const InFlightRelease& released) {
+void ClusterView::upsert_pod(Write, const PodRequest& pod, const InFlightRelease& released) {
   if (pod.uid.empty()) return;
   std::unique_lock lock(mutex_);
   release_in_flight(released);
@@ -139,14 +139,14 @@ void ClusterView::upsert_pod(const PodRequest& pod, const InFlightRelease& relea
   reindex_if_names_changed();
 }
 
-void ClusterView::delete_pod(std::string_view uid, const InFlightRelease& released) {
+void ClusterView::delete_pod(Write, std::string_view uid, const InFlightRelease& released) {
   std::unique_lock lock(mutex_);
   release_in_flight(released);
   erase_pod(uid);
   reindex_if_names_changed();
 }
 
-void ClusterView::replace_nodes(const std::vector<std::shared_ptr<const CachedNode>>& nodes) {
+void ClusterView::replace_nodes(Write, const std::vector<std::shared_ptr<const CachedNode>>& nodes) {
   std::unique_lock lock(mutex_);
   for (auto& [name, entry] : nodes_) {
     entry.listed.reset();
@@ -162,7 +162,7 @@ void ClusterView::replace_nodes(const std::vector<std::shared_ptr<const CachedNo
   reindex_if_names_changed();
 }
 
-void ClusterView::replace_pods(const std::vector<BoundPod>& pods, const InFlightRelease& released) {
+void ClusterView::replace_pods(Write, const std::vector<BoundPod>& pods, const InFlightRelease& released) {
   std::unique_lock lock(mutex_);
   release_in_flight(released);  // what the list now shows, as the ledger releases it (observe_relist)
   pods_.clear();
@@ -178,10 +178,10 @@ void ClusterView::replace_pods(const std::vector<BoundPod>& pods, const InFlight
   reindex_if_names_changed();
 }
 
-void ClusterView::mark_nodes_synced() { nodes_synced_ = true; }
-void ClusterView::mark_pods_synced() { pods_synced_ = true; }
+void ClusterView::mark_nodes_synced(Write) { nodes_synced_ = true; }
+void ClusterView::mark_pods_synced(Write) { pods_synced_ = true; }
 
-void ClusterView::count_in_flight(const std::string& node, const ResourceAmounts& amounts, bool add) {
+void ClusterView::count_in_flight(Write, const std::string& node, const ResourceAmounts& amounts, bool add) {
   std::unique_lock lock(mutex_);
   const auto it = entry_for(node);
   if (add) it->second.in_flight.add(amounts);

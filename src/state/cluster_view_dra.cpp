@@ -17,7 +17,7 @@ void ClusterView::remove_slice(std::string_view name) {
   erase_if_unused(it);
 }
 
-void ClusterView::upsert_slice(DraSlice slice) {
+void ClusterView::upsert_slice(Write, DraSlice slice) {
   std::unique_lock lock(mutex_);
   remove_slice(slice.name);
   // Slices of no node, or of another driver, change nothing. A slice of the driver without devices still
@@ -32,18 +32,18 @@ void ClusterView::upsert_slice(DraSlice slice) {
   reindex_if_names_changed();
 }
 
-void ClusterView::delete_slice(std::string_view name) {
+void ClusterView::delete_slice(Write, std::string_view name) {
   std::unique_lock lock(mutex_);
   remove_slice(name);
   reindex_if_names_changed();
 }
 
-void ClusterView::replace_slices(std::vector<DraSlice> slices) {
+void ClusterView::replace_slices(Write, std::vector<DraSlice> slices) {
   {
     std::unique_lock lock(mutex_);
     while (!slice_nodes_.empty()) remove_slice(std::string(slice_nodes_.begin()->first));
   }
-  for (DraSlice& slice : slices) upsert_slice(std::move(slice));
+  for (DraSlice& slice : slices) upsert_slice(Write{}, std::move(slice));
 }
 
 void ClusterView::refresh_dra_nodes() {
@@ -51,7 +51,7 @@ void ClusterView::refresh_dra_nodes() {
     if (!entry.dra.empty()) refresh_node(entry);
 }
 
-void ClusterView::upsert_taint_rule(DraTaintRule rule) {
+void ClusterView::upsert_taint_rule(Write, DraTaintRule rule) {
   std::unique_lock lock(mutex_);
   // Only rules that select devices of the schema's driver are kept; one that selects none, before and
   // after, changes no node.
@@ -64,7 +64,7 @@ void ClusterView::upsert_taint_rule(DraTaintRule rule) {
   if (had || has) refresh_dra_nodes();
 }
 
-void ClusterView::delete_taint_rule(std::string_view name) {
+void ClusterView::delete_taint_rule(Write, std::string_view name) {
   std::unique_lock lock(mutex_);
   auto at = taint_rules_.find(name);
   if (at == taint_rules_.end()) return;
@@ -72,7 +72,7 @@ void ClusterView::delete_taint_rule(std::string_view name) {
   refresh_dra_nodes();
 }
 
-void ClusterView::replace_taint_rules(std::vector<DraTaintRule> rules) {
+void ClusterView::replace_taint_rules(Write, std::vector<DraTaintRule> rules) {
   std::unique_lock lock(mutex_);
   DraTaintRules next;
   for (DraTaintRule& rule : rules)
@@ -168,7 +168,7 @@ void ClusterView::add_claim(DraClaim claim) {
   claims_.insert_or_assign(std::move(claim.key), std::move(entry));
 }
 
-void ClusterView::upsert_claim(DraClaim claim) {
+void ClusterView::upsert_claim(Write, DraClaim claim) {
   std::unique_lock lock(mutex_);
   remove_claim(claim.key);
   set_requested(claim_requests_, claim.key, claim.requested_gpus, claim.tolerations);
@@ -176,14 +176,14 @@ void ClusterView::upsert_claim(DraClaim claim) {
   reindex_if_names_changed();
 }
 
-void ClusterView::delete_claim(std::string_view key) {
+void ClusterView::delete_claim(Write, std::string_view key) {
   std::unique_lock lock(mutex_);
   remove_claim(key);
   set_requested(claim_requests_, std::string(key), 0);
   reindex_if_names_changed();
 }
 
-void ClusterView::replace_claims(std::vector<DraClaim> claims) {
+void ClusterView::replace_claims(Write, std::vector<DraClaim> claims) {
   std::unique_lock lock(mutex_);
   while (!claims_.empty()) remove_claim(std::string(claims_.begin()->first));
   claim_requests_.clear();
@@ -194,18 +194,18 @@ void ClusterView::replace_claims(std::vector<DraClaim> claims) {
   reindex_if_names_changed();
 }
 
-void ClusterView::upsert_claim_template(DraClaim claim_template) {
+void ClusterView::upsert_claim_template(Write, DraClaim claim_template) {
   std::unique_lock lock(mutex_);
   set_requested(template_requests_, std::move(claim_template.key), claim_template.requested_gpus,
                 std::move(claim_template.tolerations));
 }
 
-void ClusterView::delete_claim_template(std::string_view key) {
+void ClusterView::delete_claim_template(Write, std::string_view key) {
   std::unique_lock lock(mutex_);
   set_requested(template_requests_, std::string(key), 0);
 }
 
-void ClusterView::replace_claim_templates(std::vector<DraClaim> templates) {
+void ClusterView::replace_claim_templates(Write, std::vector<DraClaim> templates) {
   std::unique_lock lock(mutex_);
   template_requests_.clear();
   for (DraClaim& t : templates)

@@ -62,7 +62,7 @@ GroupBook::Slot* GroupBook::take_slot(Group& group, const std::string& uid, cons
 }
 
 void GroupBook::count_held(const Group& group, const std::string& node, bool add) {
-  view_->count_in_flight(node, group.member.requests, add);
+  view_->count_in_flight(ClusterView::Write{}, node, group.member.requests, add);
 }
 
 void GroupBook::hold_again(Group& group, const std::string& uid) {

@@ -121,7 +121,7 @@ void PlacementLedger::take_assumed(std::string_view uid, ClusterView::InFlightRe
 void PlacementLedger::forget_assumed(std::string_view uid) {
   auto it = assumed_.find(uid);
   if (it == assumed_.end()) return;
-  view_->count_in_flight(it->second.node, it->second.requests, false);
+  view_->count_in_flight(ClusterView::Write{}, it->second.node, it->second.requests, false);
   assumed_.erase(it);
 }
 
@@ -154,7 +154,7 @@ void PlacementLedger::reserve_locked(const PendingPod& pod, const std::string& n
   if (!view_->has_pod(pod.uid)) {
     forget_assumed(pod.uid);
     assumed_[pod.uid] = Assumed{node, counted, Clock::now() + options_.assume_ttl};
-    view_->count_in_flight(node, counted, true);
+    view_->count_in_flight(ClusterView::Write{}, node, counted, true);
   }
   groups_.reserve(pod, node);
   expected_binds_->arrived(pod.uid);  // the verbs waiting for this bind see the pod counted
@@ -187,14 +187,14 @@ void PlacementLedger::observe_pod(const PodRequest& pod) {
   // still unbound (the device annotations /bind writes just before the Binding, a status update)
   // leaves the assumption: the bind is still on its way.
   if (!pod.node_name.empty() || pod.terminated()) take_assumed(pod.uid, released);
-  view_->upsert_pod(pod, released);
+  view_->upsert_pod(ClusterView::Write{}, pod, released);
 }
 
 void PlacementLedger::observe_deleted(std::string_view uid) {
   std::lock_guard lock(mutex_);
   ClusterView::InFlightRelease released;
   take_assumed(uid, released);
-  view_->delete_pod(uid, released);
+  view_->delete_pod(ClusterView::Write{}, uid, released);
 }
 
 void PlacementLedger::observe_relist(const std::vector<ClusterView::BoundPod>& pods) {
@@ -209,7 +209,7 @@ void PlacementLedger::observe_relist(const std::vector<ClusterView::BoundPod>& p
     if (listed.count(it->first)) take_assumed(it->first, released);
     it = next;
   }
-  view_->replace_pods(pods, released);
+  view_->replace_pods(ClusterView::Write{}, pods, released);
 }
 
 void PlacementLedger::hold_assumed_until(Clock::time_point until) {

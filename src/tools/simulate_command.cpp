@@ -48,14 +48,14 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out, std::o
     // the placement ledger over it, which plans groups, holds their room and counts every pod placed,
     // as /filter, /prioritize and /bind do (no gate: the members come one after another here).
     auto view = std::make_shared<ClusterView>();
-    for (const NodeView& n : nodes) view->upsert_node(n);
-    std::vector<ClusterView::BoundPod> in_use;
-    for (const auto& [node, used] : tools::load_usage(flags, schema).value_or(UsageByNode{}))
-      in_use.push_back({"snapshot/" + node, node, used, nullptr});
-    view->replace_pods(in_use);
     LedgerOptions no_gate;
     no_gate.group_gate = std::chrono::milliseconds(0);
     PlacementLedger ledger(view, no_gate);
+    for (const NodeView& n : nodes) ledger.observe_node(n);
+    std::vector<ClusterView::BoundPod> in_use;
+    for (const auto& [node, used] : tools::load_usage(flags, schema).value_or(UsageByNode{}))
+      in_use.push_back({"snapshot/" + node, node, used, nullptr});
+    ledger.observe_relist(in_use);
 
     const bool json = flags.get("--format") == "json";
     std::string json_out = "[";

@@ -29,7 +29,10 @@
 
 namespace gpu_extender {
 
-class NodeNameIndex;  // state/node_name_index.h
+class NodeNameIndex;    // state/node_name_index.h
+class PlacementLedger;  // placement_ledger.h
+class GroupBook;        // group_book.h
+struct ClusterViewTestWrites;  // tests/unit/state/cluster_view_writes.h
 
 class ClusterView final : public UsageSource, public NodeSource {
  public:
@@ -37,17 +40,30 @@ class ClusterView final : public UsageSource, public NodeSource {
   ClusterView();
   ~ClusterView() override;
 
-  // --- written by the watch ---
-  void upsert_node(const NodeView& node);
-  void delete_node(std::string_view name);
+  // Who may change the view. The placement ledger is the one owner of the cluster state: the watch's
+  // events reach the view through it (PlacementLedger::observe_*), applied with what they confirm of
+  // what is in flight in one call, and what is in flight is counted here only by it and its group book.
+  // Every writer takes a Write, and only those make one, so the compiler holds everyone else to it. The
+  // view's own tests make one too (ClusterViewTestWrites), to feed a store without a ledger.
+  class Write {
+    friend class ClusterView;  // a replacing list applies its objects one by one
+    friend class PlacementLedger;
+    friend class GroupBook;
+    friend struct ClusterViewTestWrites;
+    Write() = default;
+  };
+
+  // --- written by the watch, through the ledger ---
+  void upsert_node(Write, const NodeView& node);
+  void delete_node(Write, std::string_view name);
   // What the placement ledger stops counting in flight (node, amounts) in the same step as the pod
   // event or list that confirms it: no reader sees a pod counted twice, or not at all.
   using InFlightRelease = std::vector<std::pair<std::string, ResourceAmounts>>;
   // A pod as the API server reports it; pods without a node or that finished hold nothing.
-  void upsert_pod(const PodRequest& pod, const InFlightRelease& released = {});
-  void delete_pod(std::string_view uid, const InFlightRelease& released = {});
+  void upsert_pod(Write, const PodRequest& pod, const InFlightRelease& released = {});
+  void delete_pod(Write, std::string_view uid, const InFlightRelease& released = {});
   // A fresh list replaces everything of that kind (what the list does not name is gone).
-  void replace_nodes(const std::vector<std::shared_ptr<const CachedNode>>& nodes);
+  void replace_nodes(Write, const std::vector<std::shared_ptr<const CachedNode>>& nodes);
   struct BoundPod {
     std::string uid;
     std::string node;
@@ -56,28 +72,28 @@ class ClusterView final : public UsageSource, public NodeSource {
     std::string group{};  // "namespace/name" of its pod group, "" outside groups
     std::shared_ptr<const PreemptionVictim> victim{};  // preemption_victim_of: null when it holds no GPU
   };
-  void replace_pods(const std::vector<BoundPod>& pods, const InFlightRelease& released = {});
+  void replace_pods(Write, const std::vector<BoundPod>& pods, const InFlightRelease& released = {});
   // DRA ResourceSlices (dra_inventory.h): a node's GPUs from its slices, where it has any, in place of
   // its labels' and allocatable's. A slice may come before its node, or move to another node.
-  void upsert_slice(DraSlice slice);
-  void delete_slice(std::string_view name);
-  void replace_slices(std::vector<DraSlice> slices);
+  void upsert_slice(Write, DraSlice slice);
+  void delete_slice(Write, std::string_view name);
+  void replace_slices(Write, std::vector<DraSlice> slices);
   // DeviceTaintRules (dra_inventory.h): taints on the devices they select, as their slices' own. A rule
   // is rare and may select devices on every node: each change refreshes every node with slices.
-  void upsert_taint_rule(DraTaintRule rule);
-  void delete_taint_rule(std::string_view name);
-  void replace_taint_rules(std::vector<DraTaintRule> rules);
+  void upsert_taint_rule(Write, DraTaintRule rule);
+  void delete_taint_rule(Write, std::string_view name);
+  void replace_taint_rules(Write, std::vector<DraTaintRule> rules);
   // DRA ResourceClaims (dra_inventory.h): the GPUs an allocated claim holds count as used on its node,
   // each once however many claims share it; a pod the claim is reserved for or owned by no longer counts
   // its own GPU request there (a DRA extended-resource pod's nvidia.com/gpu is its claim's devices).
   // Keyed "namespace/name"; a claim may come before the slices naming its devices, or its node.
-  void upsert_claim(DraClaim claim);
-  void delete_claim(std::string_view key);
-  void replace_claims(std::vector<DraClaim> claims);
+  void upsert_claim(Write, DraClaim claim);
+  void delete_claim(Write, std::string_view key);
+  void replace_claims(Write, std::vector<DraClaim> claims);
   // ResourceClaimTemplates: what the claims made from them ask (DraClaim::of a template).
-  void upsert_claim_template(DraClaim claim_template);
-  void delete_claim_template(std::string_view key);
-  void replace_claim_templates(std::vector<DraClaim> templates);
+  void upsert_claim_template(Write, DraClaim claim_template);
+  void delete_claim_template(Write, std::string_view key);
+  void replace_claim_templates(Write, std::vector<DraClaim> templates);
   // The GPUs a pod asks through its claims (PodRequest::claims): each claim's requested GPUs, from the
   // claim, else from its template; claims and templates the view does not know ask none. With
   // `tolerations`, also the device taints those requests tolerate.
@@ -91,13 +107,13 @@ class ClusterView final : public UsageSource, public NodeSource {
     if (const int64_t gpus = claimed_gpus_of(pod, tolerations); gpus > 0)
       requests.add(ViewSchema::kGpuResource, gpus * 1000);
   }
-  void mark_nodes_synced();
-  void mark_pods_synced();
+  void mark_nodes_synced(Write);
+  void mark_pods_synced(Write);
 
-  // --- in flight (the placement ledger and its group book call this: placement_ledger.cpp, group_book.cpp) ---
+  // --- in flight, written by the ledger and its group book ---
   // Counts `amounts` on `node` (or stops counting them) for what the watch does not show yet: pods
   // assumed at /bind, room held for a group's members still to place. Kept across relists.
-  void count_in_flight(const std::string& node, const ResourceAmounts& amounts, bool add);
+  void count_in_flight(Write, const std::string& node, const ResourceAmounts& amounts, bool add);
   // Whether the watch shows pod `uid` bound and running.
   bool has_pod(std::string_view uid) const;
   // The bound members of group `group` ("namespace/name") as the watch shows them: uid and node.
@@ -212,7 +228,7 @@ class ClusterView final : public UsageSource, public NodeSource {
     int64_t smallest_pending = 0;  // 0: no pending pod asks shared memory
   };
   SharedGpuStats shared_gpu_stats(int64_t smallest_pending) const;
-  void touch();  // an event or bookmark arrived: the view is fresh as of now
+  void touch(Write);  // an event or bookmark arrived: the view is fresh as of now
 
   // --- catching up with the scheduler ---
   // Moves with every change of any node or of what is counted on it (watch events, in-flight counts).

@@ -116,10 +116,32 @@ class PlacementLedger {
   // is planned there) and the pod no longer counts on its node.
   void roll_back(const PendingPod& pod);
 
-  // --- the watch: applies each pod event or list to the view itself ---
+  // --- the watch: applies each event or list to the view itself (ClusterView::Write) ---
+  // Pods: the event or list, and the assumptions it confirms released, in one step.
   void observe_pod(const PodRequest& pod);
   void observe_deleted(std::string_view uid);
   void observe_relist(const std::vector<ClusterView::BoundPod>& pods);
+  void observe_pods_synced();
+  // The kinds only the view keeps (nothing in flight waits for them): nodes, DRA ResourceSlices,
+  // ResourceClaims, ResourceClaimTemplates, DeviceTaintRules; each as ClusterView's call of that name.
+  void observe_node(const NodeView& node);
+  void observe_node_deleted(std::string_view name);
+  void observe_node_list(const std::vector<std::shared_ptr<const CachedNode>>& nodes);
+  void observe_nodes_synced();
+  void observe_slice(DraSlice slice);
+  void observe_slice_deleted(std::string_view name);
+  void observe_slice_list(std::vector<DraSlice> slices);
+  void observe_claim(DraClaim claim);
+  void observe_claim_deleted(std::string_view key);
+  void observe_claim_list(std::vector<DraClaim> claims);
+  void observe_claim_template(DraClaim claim_template);
+  void observe_claim_template_deleted(std::string_view key);
+  void observe_claim_template_list(std::vector<DraClaim> templates);
+  void observe_taint_rule(DraTaintRule rule);
+  void observe_taint_rule_deleted(std::string_view name);
+  void observe_taint_rule_list(std::vector<DraTaintRule> rules);
+  // An event or bookmark arrived: the view is fresh as of now.
+  void observe_heard();
 
   // --- housekeeping ---
   struct Expired {

@@ -3,6 +3,7 @@
 
 #include "../test_support.h"
 #include "gpu_extender/state/cluster_view.h"
+#include "state/cluster_view_writes.h"
 
 using namespace gpu_extender;
 using namespace std::chrono_literals;
@@ -14,28 +15,28 @@ using test_support::watched_pod;
 
 TEST_CASE("cluster view: pods add, move, finish and leave") {
   ClusterView v;
-  v.upsert_pod(watched_pod("a", "n1", 2));
-  v.upsert_pod(watched_pod("b", "n1", 3));
+  v.upsert_pod(test_write(), watched_pod("a", "n1", 2));
+  v.upsert_pod(test_write(), watched_pod("b", "n1", 3));
   CHECK(gpus_on(v, "n1") == 5);
-  v.upsert_pod(watched_pod("a", "n1", 2));  // MODIFIED without change: counted once
+  v.upsert_pod(test_write(), watched_pod("a", "n1", 2));  // MODIFIED without change: counted once
   CHECK(gpus_on(v, "n1") == 5);
-  v.upsert_pod(watched_pod("b", "n1", 3, "Succeeded"));
+  v.upsert_pod(test_write(), watched_pod("b", "n1", 3, "Succeeded"));
   CHECK(gpus_on(v, "n1") == 2);
-  v.delete_pod("a");
+  v.delete_pod(test_write(), "a");
   CHECK(gpus_on(v, "n1") == 0);
-  v.upsert_pod(watched_pod("c", "", 8, "Pending"));  // not on a node: holds nothing
+  v.upsert_pod(test_write(), watched_pod("c", "", 8, "Pending"));  // not on a node: holds nothing
   CHECK(v.stats().pods == 0);
 }
 
 TEST_CASE("cluster view: a relist replaces pods but keeps what is counted in flight") {
   ClusterView v;
-  v.upsert_pod(watched_pod("old", "n1", 2));
+  v.upsert_pod(test_write(), watched_pod("old", "n1", 2));
   ResourceAmounts one;
   one.set(ViewSchema::kGpuResource, 1000);
-  v.count_in_flight("n1", one, true);  // the ledger's: an assumed pod, or a group's held room
-  v.replace_pods({{"fresh", "n1", watched_pod("fresh", "n1", 3).requests, nullptr}});
+  v.count_in_flight(test_write(), "n1", one, true);  // the ledger's: an assumed pod, or a group's held room
+  v.replace_pods(test_write(), {{"fresh", "n1", watched_pod("fresh", "n1", 3).requests, nullptr}});
   CHECK(gpus_on(v, "n1") == 4);  // fresh 3 + in flight 1; "old" is gone
-  v.count_in_flight("n1", one, false);
+  v.count_in_flight(test_write(), "n1", one, false);
   CHECK(gpus_on(v, "n1") == 3);
   CHECK(v.pod_usage("fresh")->first == "n1");
   CHECK_FALSE(v.pod_usage("old").has_value());
@@ -48,7 +49,7 @@ TEST_CASE("cluster view: nodes are copied, found by name, and held by requests")
   NodeView n;
   n.name = name;
   n.gpu_model = model;
-  v.upsert_node(n);
+  v.upsert_node(test_write(), n);
   name = "overwritten";  // the cache owns its copy
   model = "T4";
   std::vector<std::string_view> names{"gpu-1", "missing"};
@@ -58,10 +59,10 @@ TEST_CASE("cluster view: nodes are copied, found by name, and held by requests")
   CHECK(found[0]->view().name == "gpu-1");
   CHECK(found[0]->view().gpu_model == std::optional<std::string_view>("A100"));
   CHECK_FALSE(found[1]);
-  v.delete_node("gpu-1");
+  v.delete_node(test_write(), "gpu-1");
   CHECK(found[0]->view().name == "gpu-1");  // still valid for the request holding it
-  v.mark_nodes_synced();
-  v.mark_pods_synced();
+  v.mark_nodes_synced(test_write());
+  v.mark_pods_synced(test_write());
   CHECK(v.ready());
 }
 
@@ -71,20 +72,20 @@ TEST_CASE("cluster view: a deleted node leaves no entry once nothing runs on it"
   n1.name = "n1";
   NodeView n2;
   n2.name = "n2";
-  v.upsert_node(n1);
-  v.upsert_node(n2);
-  v.upsert_pod(watched_pod("a", "n2", 2));
+  v.upsert_node(test_write(), n1);
+  v.upsert_node(test_write(), n2);
+  v.upsert_pod(test_write(), watched_pod("a", "n2", 2));
   CHECK(v.stats().node_entries == 2);
-  v.delete_node("n1");
+  v.delete_node(test_write(), "n1");
   CHECK(v.stats().node_entries == 1);
-  v.delete_node("n2");  // its pod is still there (its deletion follows): the usage stays
+  v.delete_node(test_write(), "n2");  // its pod is still there (its deletion follows): the usage stays
   CHECK(v.stats().node_entries == 1);
   CHECK(v.stats().nodes == 0);
-  v.delete_pod("a");
+  v.delete_pod(test_write(), "a");
   CHECK(v.stats().node_entries == 0);
   // A relist that no longer names a node drops it too.
-  v.upsert_node(n1);
-  v.replace_nodes({});
+  v.upsert_node(test_write(), n1);
+  v.replace_nodes(test_write(), {});
   CHECK(v.stats().node_entries == 0);
 }
 
@@ -94,16 +95,16 @@ TEST_CASE("cluster view: shared GPU memory, free and fragmented for the pods pen
   node.name = "share";
   node.allocatable.set(ViewSchema::kSharedGpuMemory, 64000);  // 4 GPUs of 16 GiB
   node.allocatable.set(ViewSchema::kSharedGpuCount, 4000);
-  v.upsert_node(node);
+  v.upsert_node(test_write(), node);
   auto on_device = [](std::string_view uid, int device, int gib) {
     PodRequest p = watched_pod(uid, "share", 0);
     p.requests.set(ViewSchema::kSharedGpuMemory, gib * 1000LL);
     p.requests.set(shared_gpu_device_slot(static_cast<size_t>(device)), gib * 1000LL);
     return p;
   };
-  v.upsert_pod(on_device("a", 0, 12));  // 4 free
-  v.upsert_pod(on_device("b", 1, 10));  // 6 free
-  v.upsert_pod(on_device("c", 2, 16));  // 0 free
+  v.upsert_pod(test_write(), on_device("a", 0, 12));  // 4 free
+  v.upsert_pod(test_write(), on_device("b", 1, 10));  // 6 free
+  v.upsert_pod(test_write(), on_device("c", 2, 16));  // 0 free
   ClusterView::SharedGpuStats s = v.shared_gpu_stats(0);
   CHECK(s.devices == 4);
   CHECK(s.free == 4 + 6 + 16);
@@ -115,12 +116,12 @@ TEST_CASE("cluster view: shared GPU memory, free and fragmented for the pods pen
 
 TEST_CASE("cluster view: catching up waits only while the watch rests, and ends with the change it brings") {
   ClusterView v;
-  v.upsert_pod(watched_pod("victim", "n1", 4));
+  v.upsert_pod(test_write(), watched_pod("victim", "n1", 4));
   const auto soon = [] { return ClusterView::Clock::now() + 2s; };
 
   SECTION("a change since `seen` needs no wait") {
     const uint64_t seen = v.change_count();
-    v.delete_pod("victim");
+    v.delete_pod(test_write(), "victim");
     CHECK(v.catch_up(seen, soon()));
   }
   SECTION("no watch resting (or none known): nothing is on its way, so no wait") {
@@ -134,7 +135,7 @@ TEST_CASE("cluster view: catching up waits only while the watch rests, and ends 
   SECTION("a resting watch is hurried, and the wait ends when its events reach the view") {
     std::thread watch;
     v.set_watch_hurry([&] {
-      watch = std::thread([&] { v.delete_pod("victim"); });  // the events it held back
+      watch = std::thread([&] { v.delete_pod(test_write(), "victim"); });  // the events it held back
       return true;
     });
     const uint64_t seen = v.change_count();

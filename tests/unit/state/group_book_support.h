@@ -10,6 +10,7 @@
 
 #include "../test_support.h"
 #include "gpu_extender/state/placement_ledger.h"
+#include "state/cluster_view_writes.h"
 
 using namespace gpu_extender;
 
@@ -34,7 +35,7 @@ struct Cluster {
         names.push_back(block_names[b] + "-" + std::to_string(i));
         NodeView n = test_support::gpu_node(names.back(), "A100", "81920", 8);
         n.topology[kLayer3] = block_names[b];
-        view->upsert_node(n);
+        view->upsert_node(test_write(), n);
         cached.push_back(CachedNode::copy_of(n));
       }
   }
@@ -102,7 +103,7 @@ inline void occupy(Cluster& c, std::string_view uid, std::string_view node, int 
   other.uid = uid;
   other.name = uid;
   other.node_name = node;
-  c.view->upsert_pod(other);
+  c.view->upsert_pod(test_write(), other);
 }
 
 inline LedgerOptions times(std::chrono::milliseconds ttl, std::chrono::milliseconds gate) {

@@ -8,6 +8,7 @@
 #include <future>
 
 #include "group_book_support.h"
+#include "state/cluster_view_writes.h"
 
 using namespace gpu_extender;
 
@@ -226,7 +227,7 @@ TEST_CASE("group book: a member terminating leaves the group, and its replacemen
     members.emplace_back(i, 8, "2");
     members.back().pod.node_name = members.back().node = "nn-b-" + std::to_string(i);
     members.back().pod.phase = "Running";
-    c.view->upsert_pod(members.back().pod);
+    c.view->upsert_pod(test_write(), members.back().pod);
   }
   occupy(c, "other", "nn-a-0", 8);
   PlacementLedger book(c.view);
@@ -238,7 +239,7 @@ TEST_CASE("group book: a member terminating leaves the group, and its replacemen
                        "pod waits until one of them is terminating or gone");
   // The drain: w1 is terminating (it still holds its GPUs until it is gone).
   members[1].pod.terminating = true;
-  c.view->upsert_pod(members[1].pod);
+  c.view->upsert_pod(test_write(), members[1].pod);
   const GroupBook::Admission a = admit(book, c, replacement.pod);
   REQUIRE(a.kind == Kind::kPlanned);
   CHECK(a.open == std::vector<std::string>{"nn-b-2"});  // beside w0, not in nn-a
@@ -257,7 +258,7 @@ void bind_two_in_nn_b(Cluster& c, std::string_view required = "topology.k8s.aws/
       m.pod.group.required_topology.reset();
       m.pod.group.preferred_topology = "topology.k8s.aws/network-node-layer-3";
     }
-    c.view->upsert_pod(m.pod);
+    c.view->upsert_pod(test_write(), m.pod);
   }
 }
 

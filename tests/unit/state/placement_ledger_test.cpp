@@ -8,6 +8,7 @@
 
 #include "../test_support.h"
 #include "gpu_extender/state/placement_ledger.h"
+#include "state/cluster_view_writes.h"
 
 using namespace gpu_extender;
 using namespace std::chrono_literals;
@@ -148,7 +149,7 @@ TEST_CASE("placement ledger: the smallest shared GPU memory a pending pod asks")
 
 TEST_CASE("placement ledger: a verb waiting for the binds before it sees the pod counted when it goes on") {
   Fixture f;
-  f.view->upsert_node(test_support::gpu_node("n1", "A100", "40960", 8));
+  f.view->upsert_node(test_write(), test_support::gpu_node("n1", "A100", "40960", 8));
   f.ledger.expect_bind("a", 5s);
   CHECK(f.ledger.wait_for_binds_before("a") < 1s);  // its own bind: nothing to wait for
   std::atomic<int64_t> seen{-1};
@@ -181,7 +182,7 @@ TEST_CASE("placement ledger: a bind that never comes stops being waited for, and
 
 TEST_CASE("placement ledger: a shared GPU's pick sees what the picks before it reserved") {
   Fixture f;
-  f.view->upsert_node(test_support::gpu_node("n1", "A100", "40960", 8));
+  f.view->upsert_node(test_write(), test_support::gpu_node("n1", "A100", "40960", 8));
   std::vector<int64_t> seen;
   auto pick = [&](const std::shared_ptr<const CachedNode>& node, const std::optional<ResourceAmounts>& used)
       -> std::optional<ResourceAmounts> {

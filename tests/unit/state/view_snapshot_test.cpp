@@ -10,6 +10,7 @@
 
 #include "gpu_extender/state/cluster_view.h"
 #include "gpu_extender/state/view_snapshot.h"
+#include "state/cluster_view_writes.h"
 
 using namespace gpu_extender;
 
@@ -20,7 +21,7 @@ void add_bare_nodes(ClusterView& view, std::initializer_list<const char*> names)
   NodeView node;
   for (const char* name : names) {
     node.name = name;
-    view.upsert_node(node);
+    view.upsert_node(test_write(), node);
   }
 }
 
@@ -42,16 +43,16 @@ TEST_CASE("names lookup: slots stay with their nodes, and a memo is refreshed on
 
   ResourceAmounts two;
   two.set(ViewSchema::kGpuResource, 2000);
-  view.count_in_flight("n1", two, true);
+  view.count_in_flight(test_write(), "n1", two, true);
   memo.update_and_find(view, names, slots);
   CHECK(memo.version(n1) != n1_version);
   CHECK(memo.used(n1).get(ViewSchema::kGpuResource) == 2000);
   CHECK(memo.version(n2) == n2_version);
 
-  view.delete_node("n1");  // its pod keeps the entry: no node object, so not a node to judge
+  view.delete_node(test_write(), "n1");  // its pod keeps the entry: no node object, so not a node to judge
   memo.update_and_find(view, names, slots);
   CHECK(slots[1] == ViewSnapshot::kNoSlot);
-  view.count_in_flight("n1", two, false);  // now the entry goes, and its slot is free for the next node
+  view.count_in_flight(test_write(), "n1", two, false);  // now the entry goes, and its slot is free for the next node
   add_bare_nodes(view, {"n3"});
   const std::vector<std::string_view> n3{"n3"};
   memo.update_and_find(view, n3, slots);
@@ -73,13 +74,13 @@ TEST_CASE("names lookup: a memo catches up from the view's change log, or from e
   ResourceAmounts one;
   one.set(ViewSchema::kGpuResource, 1000);
   // A few changes: the memo reads only their slots, each once, however often it changed.
-  for (int i = 0; i < 3; ++i) view.count_in_flight("n2", one, true);
+  for (int i = 0; i < 3; ++i) view.count_in_flight(test_write(), "n2", one, true);
   near.update_and_find(view, names, slots);
   REQUIRE(near.changed() == std::vector<uint32_t>{slots[1]});
   CHECK(near.used(slots[1]).get(ViewSchema::kGpuResource) == 3000);
   near.take_changes([](uint32_t) {});
   // More changes than the log holds (a relist): every slot is read, and the memo is right again.
-  for (int i = 0; i < 10000; ++i) view.count_in_flight(i % 2 == 0 ? "n1" : "n3", one, true);
+  for (int i = 0; i < 10000; ++i) view.count_in_flight(test_write(), i % 2 == 0 ? "n1" : "n3", one, true);
   far.update_and_find(view, names, slots);
   std::vector<uint32_t> changed = far.changed();
   std::sort(changed.begin(), changed.end());
@@ -110,7 +111,7 @@ TEST_CASE("names lookup: a list seen lately is taken by its bytes while the view
   memo.update_and_find(view, std::vector<std::string_view>{"n2", "n1"}, again, json);
   CHECK(again == first);
   // A node goes and another takes its slot: the bytes are the same, the names are looked up again.
-  view.delete_node("n1");
+  view.delete_node(test_write(), "n1");
   add_bare_nodes(view, {"n3"});
   memo.update_and_find(view, std::vector<std::string_view>{"n1", "n2"}, again, json);
   CHECK(again[0] == ViewSnapshot::kNoSlot);
@@ -122,8 +123,8 @@ TEST_CASE("snapshot: full mode finds a deleted node's usage while its pods remai
   add_bare_nodes(view, {"n1"});
   ResourceAmounts two;
   two.set(ViewSchema::kGpuResource, 2000);
-  view.count_in_flight("n1", two, true);
-  view.delete_node("n1");
+  view.count_in_flight(test_write(), "n1", two, true);
+  view.delete_node(test_write(), "n1");
   ViewSnapshot snapshot;
   const std::vector<std::string_view> names{"n1"};
   std::vector<uint32_t> slots;
@@ -146,7 +147,7 @@ TEST_CASE("snapshot: changes nobody takes stay bounded, and then every slot is r
   // One node changes before each of many updates (a workspace that only serves full mode never takes
   // the changes names mode would): the list stops growing at the snapshot's size.
   for (int i = 0; i < 100; ++i) {
-    view.count_in_flight("n2", one, true);
+    view.count_in_flight(test_write(), "n2", one, true);
     snapshot.update(view);
     CHECK(snapshot.changed().size() <= snapshot.size());
   }

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "gpu_extender/state/cluster_view.h"
+#include "state/cluster_view_writes.h"
 
 namespace names_mode_support {
 
@@ -21,10 +22,10 @@ inline std::shared_ptr<gpu_extender::ClusterView> two_node_cluster(const gpu_ext
                               std::to_string(gpus) + R"("}},"status":{"allocatable":{"nvidia.com/gpu":")" +
                               std::to_string(gpus) + R"("}}}})";
     decoder.decode_node_event(event, schema, node);
-    view->upsert_node(node);
+    view->upsert_node(gpu_extender::test_write(), node);
   }
-  view->mark_nodes_synced();
-  view->mark_pods_synced();
+  view->mark_nodes_synced(gpu_extender::test_write());
+  view->mark_pods_synced(gpu_extender::test_write());
   return view;
 }
 

@@ -16,6 +16,7 @@
 #include "gpu_extender/usage/gpu_utilization.h"
 #include "host_scores.h"
 #include "names_mode_support.h"
+#include "state/cluster_view_writes.h"
 
 using namespace gpu_extender;
 using names_mode_support::names_body;
@@ -66,7 +67,7 @@ TEST_CASE("score memo: kept scores and remembered lists answer as a fresh worksp
     const auto answers = cycle(kept, uid, 1);
     const ExtenderService fresh(ServiceParts{policy, nullptr, view, nullptr});
     CHECK(answers == cycle(fresh, uid, 1));
-    view->count_in_flight(pod % 3 == 0 ? "small" : "large", one, true);  // bound: the next pod sees it
+    view->count_in_flight(test_write(), pod % 3 == 0 ? "small" : "large", one, true);  // bound: the next pod sees it
   }
   // By now small is full and large has some GPUs in use: both answers changed along the way.
   const auto last = cycle(kept, "last", 1);
@@ -93,13 +94,13 @@ TEST_CASE("score memo: names mode scores as full mode does, whether a pod's scor
            {{"name", name}, {"labels", {{"gpu.nvidia.com/model", "A100"}, {"gpu.nvidia.com/count", gpus}}}}},
           {"status", {{"allocatable", {{"nvidia.com/gpu", gpus}, {"custom.resource/aaa", aaa}}}}}};
       decoder.decode_node_event(nlohmann::json{{"type", "ADDED"}, {"object", object}}.dump(), policy->schema(), node);
-      view->upsert_node(node);
+      view->upsert_node(test_write(), node);
       items.push_back(object);
       names.push_back(name);
     }
   }
-  view->mark_nodes_synced();
-  view->mark_pods_synced();
+  view->mark_nodes_synced(test_write());
+  view->mark_pods_synced(test_write());
   ServiceParts parts{policy, view, view, nullptr};
   parts.bind_wait = std::chrono::milliseconds(0);
   const ExtenderService service(parts);
@@ -137,7 +138,7 @@ TEST_CASE("score memo: names mode scores as full mode does, whether a pod's scor
     ResourceAmounts amounts;
     amounts.set(ViewSchema::kGpuResource, 1000);
     if (packed) amounts.set(ViewSchema::kPackedResource, 1000);
-    view->count_in_flight(passed[static_cast<size_t>(p * 7) % passed.size()].get<std::string>(), amounts, true);
+    view->count_in_flight(test_write(), passed[static_cast<size_t>(p * 7) % passed.size()].get<std::string>(), amounts, true);
   }
 }
 
@@ -176,10 +177,10 @@ TEST_CASE("score memo: a node whose live GPU utilisation changed is scored again
                               R"(","labels":{"gpu.nvidia.com/model":"A100","gpu.nvidia.com/count":"4"}},)" +
                               R"("status":{"allocatable":{"nvidia.com/gpu":"4"}}}})";
     decoder.decode_node_event(event, policy->schema(), node);  // the node's views point into `event`
-    view->upsert_node(node);
+    view->upsert_node(test_write(), node);
   }
-  view->mark_nodes_synced();
-  view->mark_pods_synced();
+  view->mark_nodes_synced(test_write());
+  view->mark_pods_synced(test_write());
   ServiceParts parts{policy, view, view, nullptr};
   parts.bind_wait = std::chrono::milliseconds(0);
   parts.utilization = utilization;

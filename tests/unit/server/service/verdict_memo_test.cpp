@@ -9,6 +9,7 @@
 
 #include "gpu_extender/server/extender_service.h"
 #include "names_mode_support.h"
+#include "state/cluster_view_writes.h"
 
 using namespace gpu_extender;
 using names_mode_support::names_body;
@@ -43,11 +44,11 @@ TEST_CASE("verdict memo: a node bound to in between is judged again, the others 
 
   ResourceAmounts one;
   one.set(ViewSchema::kGpuResource, 1000);
-  view->count_in_flight("small", one, true);  // pod a's /bind (the ledger counts it)
+  view->count_in_flight(test_write(), "small", one, true);  // pod a's /bind (the ledger counts it)
   auto second = verdicts(service, names_body("b", 1));
   CHECK(second["small"] == "failed: only 0 of 1 GPUs free; pod requests 1");
   CHECK(second["large"] == "pass");
-  view->count_in_flight("small", one, false);  // the bind failed
+  view->count_in_flight(test_write(), "small", one, false);  // the bind failed
   CHECK(verdicts(service, names_body("c", 1))["small"] == "pass");
 }
 
