@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Checks that keep the guide true (ctest runs each): check_docs.py links | paths | flags GPU_EXTENDER | chart.
+"""Checks that keep the guide true (ctest runs each): check_docs.py links | paths | lengths | flags GPU_EXTENDER | chart.
 
 links  every relative link and #anchor in README.md, docs/ and the chart's README resolves (GitHub's anchors:
        a heading lower-cased, punctuation dropped, spaces as hyphens)
 paths  every file path the comments, docs and tests name (src/..., tests/..., a layer's "kube/reflector.h") exists
+lengths every source, test and bench file (C++, Python, shell) has at most 400 lines: small files, one purpose each
 flags  docs/flags.md's text block is what `gpu-extender --help` prints
 chart  charts/gpu-extender/README.md has one row per value of values.schema.json and values.yaml, both ways,
        with the schema's type, the default values.yaml holds and a description
@@ -156,12 +157,32 @@ def check_paths():
                     errors.append(f"{name}:{number}: names {named}, which is not in the repository")
     return errors
 
+MAX_LINES = 400
+
+
+def check_lengths():
+    """Every tracked source, test and bench file of code (C++, Python, shell) has at most MAX_LINES lines."""
+    listed = subprocess.run(["git", "ls-files", "src", "include", "tests", "bench", "scripts", ".ci"],
+                            cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    errors = []
+    for name in listed:
+        path = pathlib.Path(ROOT) / name
+        if "fixtures" in path.parts or path.suffix not in (".cpp", ".h", ".py", ".sh") or not path.is_file():
+            continue
+        lines = len(path.read_text(errors="replace").splitlines())
+        if lines > MAX_LINES:
+            errors.append(f"{name}: {lines} lines, more than {MAX_LINES}: split it by purpose")
+    return errors
+
+
 def main():
     check = sys.argv[1] if len(sys.argv) > 1 else ""
     if check == "links":
         errors = check_links()
     elif check == "paths":
         errors = check_paths()
+    elif check == "lengths":
+        errors = check_lengths()
     elif check == "flags" and len(sys.argv) == 3:
         errors = check_flags(sys.argv[2])
     elif check == "chart":

@@ -236,6 +236,9 @@ class GroupBook {
   using GroupPtr = std::shared_ptr<Group>;
   static Stage stage_of(const Group& group);
   static size_t count(const Group& group, Member::Step step);
+  static double seconds_between(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  }
   // Members the watch shows bound take their slots; members it showed and no longer shows leave.
   void reconcile(Group& group);
   Slot* take_slot(Group& group, const std::string& uid, const std::string& node);
