@@ -1,8 +1,8 @@
 #pragma once
 // Makes room for pod groups that fit nowhere (group_preemption.h), beside kube-scheduler's own
 // preemption, which cannot: it preempts for one pod at a time, on one node, by deleting its victims.
-// Every period, while this replica holds the deletion-cost lease (where one is configured; otherwise every
-// replica that has seen the group's members decides for it), each group the ledger says wants room
+// Every period, while this replica holds the writers' lease (KubeConnection::elect_writer: the one the
+// deletion-cost writer holds too, so one replica of several evicts), each group the ledger says wants room
 // (GroupBook::groups_wanting_room) is planned over the whole cluster view; the victims of the domain
 // chosen are evicted by dry run first (a PodDisruptionBudget that refuses one takes it out of the
 // plan, which is made again), the room is held in the ledger, then they are evicted for real, each

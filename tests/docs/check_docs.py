@@ -129,13 +129,18 @@ LAYER = r"(?:common|wire|policy|usage|state|kube|server|tools|app)"
 NAMED_PATH = re.compile(r"(?<![\w./-])((?:" + TOP + "|" + LAYER + r")/[\w./-]*[\w-]\.(?:h|cpp|py|md|sh|yaml|json|txt))\b")
 
 
+def tracked(*paths):
+    """The files git tracks under `paths`, relative to the root."""
+    return subprocess.run(["git", "ls-files", *paths], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout.split()
+
+
 def check_paths():
     """Every file path a comment, a doc or a test names (src/..., tests/..., or a layer's "kube/reflector.h")
     exists: from the root, from src/, include/gpu_extender/ or tests/unit/ (the include folders), or
     beside the file. A path with an upper-case placeholder (examples/NAME.yaml) is a pattern."""
-    listed = subprocess.run(["git", "ls-files", "src", "include", "tests", "bench", "docs", "charts", "cmake",
-                             "scripts", "README.md", "CMakeLists.txt", "Makefile", "Dockerfile", ".ci"],
-                            cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    listed = tracked("src", "include", "tests", "bench", "docs", "charts", "cmake", "scripts", "README.md",
+                     "CMakeLists.txt", "Makefile", "Dockerfile", ".ci")
     root = pathlib.Path(ROOT)
     errors = []
     for name in listed:
@@ -162,8 +167,7 @@ MAX_LINES = 400
 
 def check_lengths():
     """Every tracked source, test and bench file of code (C++, Python, shell) has at most MAX_LINES lines."""
-    listed = subprocess.run(["git", "ls-files", "src", "include", "tests", "bench", "scripts", ".ci"],
-                            cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    listed = tracked("src", "include", "tests", "bench", "scripts", ".ci")
     errors = []
     for name in listed:
         path = pathlib.Path(ROOT) / name

@@ -11,27 +11,26 @@ namespace {
 
 constexpr std::string_view kGroupRule = "group";  // the rule named for refusals of the plan
 
+// The snapshot with each name's slot (full mode: ws.full.slots; names mode: ws.names.slots()).
+void take_snapshot(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args) {
+  if (args.full_mode) gather_full_mode(ctx, ws, args);
+  else ws.names.lookup(*ctx.parts.cluster, args);
+}
+
 // The request's nodes that the extender knows, with their usage as of now: the planning candidates.
 // Called under the group book's lock, so the snapshot is taken again: the one before it may predate
 // another group's plan, and two groups planned on the same GPUs would both be stuck.
 std::span<const NodeInput> gather_candidates(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args) {
   GroupScratch& g = ws.group;
-  g.candidates.clear();
+  take_snapshot(ctx, ws, args);
   if (args.full_mode) {
-    gather_full_mode(ctx, ws, args);
     g.candidates = ws.full.inputs;
   } else {
-    ws.names.lookup(*ctx.parts.cluster, args);
+    g.candidates.clear();
     for (const uint32_t slot : ws.names.slots())
       if (slot != ViewSnapshot::kNoSlot) g.candidates.push_back(ws.names.input(slot));
   }
   return g.candidates;
-}
-
-// The snapshot with each name's slot (full mode: ws.full.slots; names mode: ws.names.slots()).
-void take_snapshot(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args) {
-  if (args.full_mode) gather_full_mode(ctx, ws, args);
-  else ws.names.lookup(*ctx.parts.cluster, args);
 }
 
 // After the admission: the snapshot brought up to date, since admitting may have just held the
