@@ -124,7 +124,7 @@ Cluster cluster_of(const NodeEvents& events, const ViewSchema& schema, bool all_
   NodeView node;
   for (const std::string& line : events.lines) {
     if (!all_fit) {
-      decoder.decode_node_event(line, schema, node);
+      decoder.decode_event<NodeView>(line, schema, node);
     } else {
       nlohmann::json event = nlohmann::json::parse(line);
       nlohmann::json& object = event["object"];
@@ -133,9 +133,9 @@ Cluster cluster_of(const NodeEvents& events, const ViewSchema& schema, bool all_
       object["metadata"]["labels"]["gpu.nvidia.com/count"] = "8";
       object["status"]["capacity"]["nvidia.com/gpu"] = "8";
       object["status"]["allocatable"]["nvidia.com/gpu"] = "8";
-      decoder.decode_node_event(event.dump(), schema, node);
+      decoder.decode_event<NodeView>(event.dump(), schema, node);
     }
-    cluster.ledger->observe_node(node);
+    cluster.ledger->observe<stored::Nodes>(node);
   }
   return cluster;
 }
@@ -154,8 +154,8 @@ struct PodLoad {
     for (size_t i = from; i < to; ++i) batch.push_back(tmpl.make(type, i, nodes[i % nodes.size()]));
     const auto t0 = std::chrono::steady_clock::now();
     for (const std::string& line : batch) {
-      const WatchEventHeader h = decoder.decode_pod_event(line, schema, pod);
-      if (h.type == "DELETED") ledger.observe_deleted(pod.uid);
+      const WatchEventHeader h = decoder.decode_event<PodRequest>(line, schema, pod);
+      if (h.type == "DELETED") ledger.observe_pod_deleted(pod.uid);
       else ledger.observe_pod(pod);
       bytes += line.size();
     }
@@ -274,7 +274,7 @@ void time_dra_inventory(const NodeEvents& nodes, const ViewSchema& schema, const
   WireDecoder decoder;
   NodeView node;
   for (const std::string& line : nodes.lines) {
-    decoder.decode_node_event(line, schema, node);
+    decoder.decode_event<NodeView>(line, schema, node);
     const int64_t count = node.gpu_count ? std::stoll(std::string(*node.gpu_count)) : 0;
     const int64_t mib = node.gpu_memory ? std::stoll(std::string(*node.gpu_memory)) : 0;
     DraSlice slice{std::string(node.name) + "-gpu.nvidia.com", std::string(node.name), std::string(node.name), 1, 1,
@@ -286,7 +286,7 @@ void time_dra_inventory(const NodeEvents& nodes, const ViewSchema& schema, const
                                                                            std::to_string(i)};
       slice.devices.push_back(std::move(gpu));
     }
-    cluster.ledger->observe_slice(std::move(slice));
+    cluster.ledger->observe<stored::ResourceSlices>(std::move(slice));
   }
   // Claim events as the API server sends them, one per node of two; timed through decode and upsert.
   std::vector<std::string> claims;
@@ -304,8 +304,8 @@ void time_dra_inventory(const NodeEvents& nodes, const ViewSchema& schema, const
   ResourceClaimView claim;
   const auto t0 = std::chrono::steady_clock::now();
   for (const std::string& line : claims) {
-    decoder.decode_resource_claim_event(line, claim);
-    cluster.ledger->observe_claim(DraClaim::of(claim, schema));
+    decoder.decode_event<ResourceClaimView>(line, schema, claim);
+    cluster.ledger->observe<stored::ResourceClaims>(DraClaim::of(claim, schema));
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   cluster.mark_synced();

@@ -2,8 +2,9 @@
 // One kind of object the extender watches, as the generic Reflector (reflector.h) drives it: where its
 // collection is, how a list page and a watch event line are decoded, and what the cluster state does
 // with them. Each kind is one traits struct in watched_kinds.cpp (client-go's informer: one reflector,
-// a store per type), so a new kind is one entry there plus its decoder and its store, and the order in
-// which a kind's events reach the view and the ledger lives in one place.
+// a store per type), so a new kind is one entry there plus its decoder (wire.h) and its store (a tag in
+// state/stored_kinds.h and the view's three writers of it), and the order in which a kind's events reach
+// the view and the ledger lives in one place.
 //
 // Not thread-safe: each instance belongs to the one thread of its Reflector.
 #include <functional>

@@ -1,5 +1,6 @@
-// The kinds the extender watches (watched_kind.h), one traits struct each: its collection, its decoder,
-// what a list keeps of an object, and how the cluster state takes a list, an object and a deletion.
+// The kinds the extender watches (watched_kind.h), one traits struct each: its collection, the object
+// its decoder reads (WireDecoder::decode_list and decode_event of that object), what is said of an object
+// that makes no sense, and what the cluster state keeps of one.
 #include <vector>
 
 #include "gpu_extender/common/quantity.h"
@@ -8,8 +9,23 @@
 namespace gpu_extender::kube {
 namespace {
 
+// What a list keeps of each object until it is whole (see KindOf).
+template <typename Traits>
+struct ListedOf {
+  using type = typename Traits::Kept;
+};
+template <typename Traits>
+  requires requires { typename Traits::Stored; }
+struct ListedOf<Traits> {
+  using type = typename Traits::Stored::Listed;
+};
+
 // Drives one kind through its traits: a list's objects are kept until the list is whole, then replace
-// the state's; an event's object is applied as it comes.
+// the state's; an event's object is applied as it comes. A kind only the view keeps names its tag
+// (Stored, stored_kinds.h), what the view keeps of an object (stored_of, and listed_of where a list
+// keeps something else) and the key its deletion names (key_of), and reaches the view through the
+// ledger's generic writers. Pods name what a list keeps (Kept) and their own keep, replace, upsert
+// and remove: their events also confirm what the ledger holds in flight.
 template <typename Traits>
 class KindOf final : public WatchedKind {
  public:
@@ -18,39 +34,44 @@ class KindOf final : public WatchedKind {
   const char* path() const override { return Traits::kPath; }
   const char* optional_group() const override { return Traits::kOptionalGroup; }
   ListMeta decode_page(WireDecoder& decoder, const std::string& body) override {
-    return Traits::decode_list(decoder, body, target_.schema, [&](const typename Traits::Object& object) {
+    return decoder.decode_list<Object>(body, target_.schema, [&](const Object& object) {
       Traits::check(object, target_);
-      Traits::keep(object, target_, listed_);
+      keep(object);
     });
   }
   size_t replace_with_list() override {
     const size_t count = listed_.size();
-    Traits::replace(listed_, target_);
+    if constexpr (kStored) target_.ledger->template observe_list<typename Traits::Stored>(std::move(listed_));
+    else Traits::replace(listed_, target_);
     listed_.clear();
     return count;
   }
   void discard_list() override { listed_.clear(); }
   WatchEventHeader apply_event(WireDecoder& decoder, std::string_view line) override {
-    typename Traits::Object object;
-    WatchEventHeader header = Traits::decode_event(decoder, line, target_.schema, object);
+    Object object;
+    WatchEventHeader header = decoder.decode_event<Object>(line, target_.schema, object);
     if (header.type == "ADDED" || header.type == "MODIFIED") {
       Traits::check(object, target_);
-      Traits::upsert(object, target_);
+      if constexpr (kStored) target_.ledger->template observe<typename Traits::Stored>(Traits::stored_of(object, target_));
+      else Traits::upsert(object, target_);
     } else if (header.type == "DELETED") {
-      Traits::remove(object, target_);
+      if constexpr (kStored) target_.ledger->template observe_deleted<typename Traits::Stored>(Traits::key_of(object));
+      else Traits::remove(object, target_);
     }
     return header;
   }
 
  private:
+  using Object = typename Traits::Object;
+  static constexpr bool kStored = requires { typename Traits::Stored; };
+  void keep(const Object& object) {
+    if constexpr (!kStored) Traits::keep(object, target_, listed_);
+    else if constexpr (requires { Traits::listed_of(object, target_); }) listed_.push_back(Traits::listed_of(object, target_));
+    else listed_.push_back(Traits::stored_of(object, target_));  // the same for a list as for an event
+  }
   WatchTarget target_;
-  std::vector<typename Traits::Kept> listed_;
+  std::vector<typename ListedOf<Traits>::type> listed_;
 };
-
-template <typename Object>
-using Each = std::function<void(const Object&)>;
-
-std::string key_of(const ResourceClaimView& claim) { return std::string(claim.ns) + "/" + std::string(claim.name); }
 
 // Only pods on a node hold resources there: "spec.nodeName!=" keeps pending pods out of the view.
 struct Pods {
@@ -59,12 +80,6 @@ struct Pods {
   static constexpr const char* kOptionalGroup = "";
   using Object = PodRequest;
   using Kept = ClusterView::BoundPod;
-  static ListMeta decode_list(WireDecoder& d, const std::string& body, const ViewSchema& s, const Each<Object>& each) {
-    return d.decode_pod_list(body, s, each);
-  }
-  static WatchEventHeader decode_event(WireDecoder& d, std::string_view line, const ViewSchema& s, Object& pod) {
-    return d.decode_pod_event(line, s, pod);
-  }
   static void check(const Object& pod, const WatchTarget& t) {
     if (!pod.invalid_reason.empty()) t.not_understood("pod " + std::string(pod.ns) + "/" + std::string(pod.name), pod.invalid_reason);
   }
@@ -85,7 +100,7 @@ struct Pods {
     if (!pod.node_name.empty()) t.view->add_claimed_gpus(pod, pod.requests);
     t.ledger->observe_pod(pod);  // the view and the assumption, in one step
   }
-  static void remove(const Object& pod, const WatchTarget& t) { t.ledger->observe_deleted(pod.uid); }
+  static void remove(const Object& pod, const WatchTarget& t) { t.ledger->observe_pod_deleted(pod.uid); }
 };
 
 struct Nodes {
@@ -93,13 +108,7 @@ struct Nodes {
   static constexpr const char* kPath = "/api/v1/nodes?";
   static constexpr const char* kOptionalGroup = "";
   using Object = NodeView;
-  using Kept = std::shared_ptr<const CachedNode>;
-  static ListMeta decode_list(WireDecoder& d, const std::string& body, const ViewSchema& s, const Each<Object>& each) {
-    return d.decode_node_list(body, s, each);
-  }
-  static WatchEventHeader decode_event(WireDecoder& d, std::string_view line, const ViewSchema& s, Object& node) {
-    return d.decode_node_event(line, s, node);
-  }
+  using Stored = stored::Nodes;
   // A node label that makes no sense (a memory label "lots") is said once; what could be read counts.
   static void check(const Object& node, const WatchTarget& t) {
     std::string error;
@@ -113,15 +122,9 @@ struct Nodes {
       t.not_understood("node " + std::string(node.name),
                        "label " + t.schema.node_gpu_count_labels[node.gpu_count_label] + ": " + count.error);
   }
-  static void keep(const Object& node, const WatchTarget&, std::vector<Kept>& listed) {
-    listed.push_back(CachedNode::copy_of(node));
-  }
-  static void replace(std::vector<Kept>& listed, const WatchTarget& t) {
-    t.ledger->observe_node_list(listed);
-    t.ledger->observe_nodes_synced();
-  }
-  static void upsert(const Object& node, const WatchTarget& t) { t.ledger->observe_node(node); }
-  static void remove(const Object& node, const WatchTarget& t) { t.ledger->observe_node_deleted(node.name); }
+  static const NodeView& stored_of(const Object& node, const WatchTarget&) { return node; }
+  static Stored::Listed listed_of(const Object& node, const WatchTarget&) { return CachedNode::copy_of(node); }
+  static std::string_view key_of(const Object& node) { return node.name; }
 };
 
 struct ResourceSlices {
@@ -129,22 +132,12 @@ struct ResourceSlices {
   static constexpr const char* kPath = "/apis/resource.k8s.io/v1/resourceslices?";
   static constexpr const char* kOptionalGroup = "resource.k8s.io";
   using Object = ResourceSliceView;
-  using Kept = DraSlice;
-  static ListMeta decode_list(WireDecoder& d, const std::string& body, const ViewSchema& s, const Each<Object>& each) {
-    return d.decode_resource_slice_list(body, s, each);
-  }
-  static WatchEventHeader decode_event(WireDecoder& d, std::string_view line, const ViewSchema& s, Object& slice) {
-    return d.decode_resource_slice_event(line, s, slice);
-  }
+  using Stored = stored::ResourceSlices;
   static void check(const Object& slice, const WatchTarget& t) {
     if (!slice.invalid_reason.empty()) t.not_understood("resourceslice " + std::string(slice.name), slice.invalid_reason);
   }
-  static void keep(const Object& slice, const WatchTarget& t, std::vector<Kept>& listed) {
-    listed.push_back(DraSlice::of(slice, t.schema));
-  }
-  static void replace(std::vector<Kept>& listed, const WatchTarget& t) { t.ledger->observe_slice_list(std::move(listed)); }
-  static void upsert(const Object& slice, const WatchTarget& t) { t.ledger->observe_slice(DraSlice::of(slice, t.schema)); }
-  static void remove(const Object& slice, const WatchTarget& t) { t.ledger->observe_slice_deleted(slice.name); }
+  static DraSlice stored_of(const Object& slice, const WatchTarget& t) { return DraSlice::of(slice, t.schema); }
+  static std::string_view key_of(const Object& slice) { return slice.name; }
 };
 
 struct ResourceClaims {
@@ -152,13 +145,7 @@ struct ResourceClaims {
   static constexpr const char* kPath = "/apis/resource.k8s.io/v1/resourceclaims?";
   static constexpr const char* kOptionalGroup = "resource.k8s.io";
   using Object = ResourceClaimView;
-  using Kept = DraClaim;
-  static ListMeta decode_list(WireDecoder& d, const std::string& body, const ViewSchema&, const Each<Object>& each) {
-    return d.decode_resource_claim_list(body, each);
-  }
-  static WatchEventHeader decode_event(WireDecoder& d, std::string_view line, const ViewSchema&, Object& claim) {
-    return d.decode_resource_claim_event(line, claim);
-  }
+  using Stored = stored::ResourceClaims;
   // A claim the scheduler allocated on a node has a node selector naming it; one holding devices of the
   // GPU driver without it (devices of several nodes) is counted on no node, and said so.
   static void check(const Object& claim, const WatchTarget& t) {
@@ -170,39 +157,21 @@ struct ResourceClaims {
         return;
       }
   }
-  static void keep(const Object& claim, const WatchTarget& t, std::vector<Kept>& listed) {
-    listed.push_back(DraClaim::of(claim, t.schema));
-  }
-  static void replace(std::vector<Kept>& listed, const WatchTarget& t) { t.ledger->observe_claim_list(std::move(listed)); }
-  static void upsert(const Object& claim, const WatchTarget& t) { t.ledger->observe_claim(DraClaim::of(claim, t.schema)); }
-  static void remove(const Object& claim, const WatchTarget& t) { t.ledger->observe_claim_deleted(key_of(claim)); }
+  static DraClaim stored_of(const Object& claim, const WatchTarget& t) { return DraClaim::of(claim, t.schema); }
+  static std::string key_of(const Object& claim) { return std::string(claim.ns) + "/" + std::string(claim.name); }
 };
 
 struct ResourceClaimTemplates {
   static constexpr const char* kName = "resourceclaimtemplates";
   static constexpr const char* kPath = "/apis/resource.k8s.io/v1/resourceclaimtemplates?";
   static constexpr const char* kOptionalGroup = "resource.k8s.io";
-  using Object = ResourceClaimView;  // its spec.spec's requests
-  using Kept = DraClaim;
-  static ListMeta decode_list(WireDecoder& d, const std::string& body, const ViewSchema&, const Each<Object>& each) {
-    return d.decode_resource_claim_template_list(body, each);
-  }
-  static WatchEventHeader decode_event(WireDecoder& d, std::string_view line, const ViewSchema&, Object& claim_template) {
-    return d.decode_resource_claim_template_event(line, claim_template);
-  }
+  using Object = ResourceClaimTemplateView;
+  using Stored = stored::ResourceClaimTemplates;
   static void check(const Object&, const WatchTarget&) {}
-  static void keep(const Object& claim_template, const WatchTarget& t, std::vector<Kept>& listed) {
-    listed.push_back(DraClaim::of(claim_template, t.schema));
+  static DraClaim stored_of(const Object& claim_template, const WatchTarget& t) {
+    return DraClaim::of(claim_template, t.schema);
   }
-  static void replace(std::vector<Kept>& listed, const WatchTarget& t) {
-    t.ledger->observe_claim_template_list(std::move(listed));
-  }
-  static void upsert(const Object& claim_template, const WatchTarget& t) {
-    t.ledger->observe_claim_template(DraClaim::of(claim_template, t.schema));
-  }
-  static void remove(const Object& claim_template, const WatchTarget& t) {
-    t.ledger->observe_claim_template_deleted(key_of(claim_template));
-  }
+  static std::string key_of(const Object& claim_template) { return ResourceClaims::key_of(claim_template); }
 };
 
 // resource.k8s.io/v1 DeviceTaintRules (GA and on by default in 1.37; alpha and beta before, in other
@@ -212,20 +181,10 @@ struct DeviceTaintRules {
   static constexpr const char* kPath = "/apis/resource.k8s.io/v1/devicetaintrules?";
   static constexpr const char* kOptionalGroup = "resource.k8s.io";
   using Object = DeviceTaintRuleView;
-  using Kept = DraTaintRule;
-  static ListMeta decode_list(WireDecoder& d, const std::string& body, const ViewSchema&, const Each<Object>& each) {
-    return d.decode_device_taint_rule_list(body, each);
-  }
-  static WatchEventHeader decode_event(WireDecoder& d, std::string_view line, const ViewSchema&, Object& rule) {
-    return d.decode_device_taint_rule_event(line, rule);
-  }
+  using Stored = stored::DeviceTaintRules;
   static void check(const Object&, const WatchTarget&) {}
-  static void keep(const Object& rule, const WatchTarget& t, std::vector<Kept>& listed) {
-    listed.push_back(DraTaintRule::of(rule, t.schema));
-  }
-  static void replace(std::vector<Kept>& listed, const WatchTarget& t) { t.ledger->observe_taint_rule_list(std::move(listed)); }
-  static void upsert(const Object& rule, const WatchTarget& t) { t.ledger->observe_taint_rule(DraTaintRule::of(rule, t.schema)); }
-  static void remove(const Object& rule, const WatchTarget& t) { t.ledger->observe_taint_rule_deleted(rule.name); }
+  static DraTaintRule stored_of(const Object& rule, const WatchTarget& t) { return DraTaintRule::of(rule, t.schema); }
+  static std::string_view key_of(const Object& rule) { return rule.name; }
 };
 
 }  // namespace

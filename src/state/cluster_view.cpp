@@ -79,7 +79,8 @@ void ClusterView::refresh_node(NodeEntry& entry) {
   changed(entry);
 }
 
-void ClusterView::upsert_node(Write, const NodeView& node) {
+template <>
+void ClusterView::upsert<stored::Nodes>(Write, NodeView node) {
   auto cached = CachedNode::copy_of(node);
   std::unique_lock lock(mutex_);
   NodeEntry& entry = entry_for(std::string(node.name))->second;
@@ -89,7 +90,8 @@ void ClusterView::upsert_node(Write, const NodeView& node) {
   reindex_if_names_changed();
 }
 
-void ClusterView::delete_node(Write, std::string_view name) {
+template <>
+void ClusterView::erase<stored::Nodes>(Write, std::string_view name) {
   std::unique_lock lock(mutex_);
   auto it = nodes_.find(name);
   if (it == nodes_.end() || !it->second.listed) return;
@@ -146,7 +148,8 @@ void ClusterView::delete_pod(Write, std::string_view uid, const InFlightRelease&
   reindex_if_names_changed();
 }
 
-void ClusterView::replace_nodes(Write, const std::vector<std::shared_ptr<const CachedNode>>& nodes) {
+template <>
+void ClusterView::replace<stored::Nodes>(Write, std::vector<std::shared_ptr<const CachedNode>> nodes) {
   std::unique_lock lock(mutex_);
   for (auto& [name, entry] : nodes_) {
     entry.listed.reset();
@@ -160,6 +163,7 @@ void ClusterView::replace_nodes(Write, const std::vector<std::shared_ptr<const C
   for (auto it = nodes_.begin(); it != nodes_.end();) erase_if_unused(it++);
   node_objects_ = nodes.size();
   reindex_if_names_changed();
+  nodes_synced_ = true;  // a whole list is what the view waits for before it judges (ready())
 }
 
 void ClusterView::replace_pods(Write, const std::vector<BoundPod>& pods, const InFlightRelease& released) {

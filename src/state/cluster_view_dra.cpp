@@ -17,7 +17,8 @@ void ClusterView::remove_slice(std::string_view name) {
   erase_if_unused(it);
 }
 
-void ClusterView::upsert_slice(Write, DraSlice slice) {
+template <>
+void ClusterView::upsert<stored::ResourceSlices>(Write, DraSlice slice) {
   std::unique_lock lock(mutex_);
   remove_slice(slice.name);
   // Slices of no node, or of another driver, change nothing. A slice of the driver without devices still
@@ -32,18 +33,20 @@ void ClusterView::upsert_slice(Write, DraSlice slice) {
   reindex_if_names_changed();
 }
 
-void ClusterView::delete_slice(Write, std::string_view name) {
+template <>
+void ClusterView::erase<stored::ResourceSlices>(Write, std::string_view name) {
   std::unique_lock lock(mutex_);
   remove_slice(name);
   reindex_if_names_changed();
 }
 
-void ClusterView::replace_slices(Write, std::vector<DraSlice> slices) {
+template <>
+void ClusterView::replace<stored::ResourceSlices>(Write, std::vector<DraSlice> slices) {
   {
     std::unique_lock lock(mutex_);
     while (!slice_nodes_.empty()) remove_slice(std::string(slice_nodes_.begin()->first));
   }
-  for (DraSlice& slice : slices) upsert_slice(Write{}, std::move(slice));
+  for (DraSlice& slice : slices) upsert<stored::ResourceSlices>(Write{}, std::move(slice));
 }
 
 void ClusterView::refresh_dra_nodes() {
@@ -51,7 +54,8 @@ void ClusterView::refresh_dra_nodes() {
     if (!entry.dra.empty()) refresh_node(entry);
 }
 
-void ClusterView::upsert_taint_rule(Write, DraTaintRule rule) {
+template <>
+void ClusterView::upsert<stored::DeviceTaintRules>(Write, DraTaintRule rule) {
   std::unique_lock lock(mutex_);
   // Only rules that select devices of the schema's driver are kept; one that selects none, before and
   // after, changes no node.
@@ -64,7 +68,8 @@ void ClusterView::upsert_taint_rule(Write, DraTaintRule rule) {
   if (had || has) refresh_dra_nodes();
 }
 
-void ClusterView::delete_taint_rule(Write, std::string_view name) {
+template <>
+void ClusterView::erase<stored::DeviceTaintRules>(Write, std::string_view name) {
   std::unique_lock lock(mutex_);
   auto at = taint_rules_.find(name);
   if (at == taint_rules_.end()) return;
@@ -72,7 +77,8 @@ void ClusterView::delete_taint_rule(Write, std::string_view name) {
   refresh_dra_nodes();
 }
 
-void ClusterView::replace_taint_rules(Write, std::vector<DraTaintRule> rules) {
+template <>
+void ClusterView::replace<stored::DeviceTaintRules>(Write, std::vector<DraTaintRule> rules) {
   std::unique_lock lock(mutex_);
   DraTaintRules next;
   for (DraTaintRule& rule : rules)
@@ -168,7 +174,8 @@ void ClusterView::add_claim(DraClaim claim) {
   claims_.insert_or_assign(std::move(claim.key), std::move(entry));
 }
 
-void ClusterView::upsert_claim(Write, DraClaim claim) {
+template <>
+void ClusterView::upsert<stored::ResourceClaims>(Write, DraClaim claim) {
   std::unique_lock lock(mutex_);
   remove_claim(claim.key);
   set_requested(claim_requests_, claim.key, claim.requested_gpus, claim.tolerations);
@@ -176,14 +183,16 @@ void ClusterView::upsert_claim(Write, DraClaim claim) {
   reindex_if_names_changed();
 }
 
-void ClusterView::delete_claim(Write, std::string_view key) {
+template <>
+void ClusterView::erase<stored::ResourceClaims>(Write, std::string_view key) {
   std::unique_lock lock(mutex_);
   remove_claim(key);
   set_requested(claim_requests_, std::string(key), 0);
   reindex_if_names_changed();
 }
 
-void ClusterView::replace_claims(Write, std::vector<DraClaim> claims) {
+template <>
+void ClusterView::replace<stored::ResourceClaims>(Write, std::vector<DraClaim> claims) {
   std::unique_lock lock(mutex_);
   while (!claims_.empty()) remove_claim(std::string(claims_.begin()->first));
   claim_requests_.clear();
@@ -194,18 +203,21 @@ void ClusterView::replace_claims(Write, std::vector<DraClaim> claims) {
   reindex_if_names_changed();
 }
 
-void ClusterView::upsert_claim_template(Write, DraClaim claim_template) {
+template <>
+void ClusterView::upsert<stored::ResourceClaimTemplates>(Write, DraClaim claim_template) {
   std::unique_lock lock(mutex_);
   set_requested(template_requests_, std::move(claim_template.key), claim_template.requested_gpus,
                 std::move(claim_template.tolerations));
 }
 
-void ClusterView::delete_claim_template(Write, std::string_view key) {
+template <>
+void ClusterView::erase<stored::ResourceClaimTemplates>(Write, std::string_view key) {
   std::unique_lock lock(mutex_);
   set_requested(template_requests_, std::string(key), 0);
 }
 
-void ClusterView::replace_claim_templates(Write, std::vector<DraClaim> templates) {
+template <>
+void ClusterView::replace<stored::ResourceClaimTemplates>(Write, std::vector<DraClaim> templates) {
   std::unique_lock lock(mutex_);
   template_requests_.clear();
   for (DraClaim& t : templates)

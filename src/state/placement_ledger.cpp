@@ -190,12 +190,17 @@ void PlacementLedger::observe_pod(const PodRequest& pod) {
   view_->upsert_pod(ClusterView::Write{}, pod, released);
 }
 
-void PlacementLedger::observe_deleted(std::string_view uid) {
+void PlacementLedger::observe_pod_deleted(std::string_view uid) {
   std::lock_guard lock(mutex_);
   ClusterView::InFlightRelease released;
   take_assumed(uid, released);
   view_->delete_pod(ClusterView::Write{}, uid, released);
 }
+
+// The sync marks and the heartbeat: the view's own, made with the ledger's Write (no ledger lock).
+void PlacementLedger::observe_pods_synced() { view_->mark_pods_synced(ClusterView::Write{}); }
+void PlacementLedger::observe_nodes_synced() { view_->mark_nodes_synced(ClusterView::Write{}); }
+void PlacementLedger::observe_heard() { view_->touch(ClusterView::Write{}); }
 
 void PlacementLedger::observe_relist(const std::vector<ClusterView::BoundPod>& pods) {
   std::unordered_set<std::string_view> listed;

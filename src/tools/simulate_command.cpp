@@ -51,7 +51,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out, std::o
     LedgerOptions no_gate;
     no_gate.group_gate = std::chrono::milliseconds(0);
     PlacementLedger ledger(view, no_gate);
-    for (const NodeView& n : nodes) ledger.observe_node(n);
+    for (const NodeView& n : nodes) ledger.observe<stored::Nodes>(n);
     std::vector<ClusterView::BoundPod> in_use;
     for (const auto& [node, used] : tools::load_usage(flags, schema).value_or(UsageByNode{}))
       in_use.push_back({"snapshot/" + node, node, used, nullptr});

@@ -52,7 +52,7 @@ std::vector<NodeView> load_nodes(const std::string& path, const ViewSchema& sche
   doc.json = load_object_file(path);
   std::vector<NodeView> nodes;
   try {
-    doc.decoder.decode_node_list(doc.json, schema, [&](const NodeView& n) { nodes.push_back(n); });
+    doc.decoder.decode_list<NodeView>(doc.json, schema, [&](const NodeView& n) { nodes.push_back(n); });
   } catch (const DecodeError& e) {
     rethrow_in(path, e);
   }
@@ -63,7 +63,7 @@ std::vector<PodRequest> load_pods(const std::string& path, const ViewSchema& sch
   doc.json = load_object_file(path);
   std::vector<PodRequest> pods;
   try {
-    doc.decoder.decode_pod_list(doc.json, schema, [&](const PodRequest& p) { pods.push_back(p); });
+    doc.decoder.decode_list<PodRequest>(doc.json, schema, [&](const PodRequest& p) { pods.push_back(p); });
   } catch (const DecodeError& e) {
     rethrow_in(path, e);
   }
@@ -122,7 +122,7 @@ void load_live_cluster(const std::string& kubeconfig, const std::string& pod_ref
   }
   out.nodes_doc.json = api_get(client, "/api/v1/nodes", "list nodes");
   try {
-    out.nodes_doc.decoder.decode_node_list(out.nodes_doc.json, schema, [&](const NodeView& n) { out.nodes.push_back(n); });
+    out.nodes_doc.decoder.decode_list<NodeView>(out.nodes_doc.json, schema, [&](const NodeView& n) { out.nodes.push_back(n); });
   } catch (const DecodeError& e) {
     throw std::runtime_error("GET /api/v1/nodes: " + std::string(e.what()));
   }

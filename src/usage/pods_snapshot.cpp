@@ -15,7 +15,7 @@ std::unique_ptr<PodsSnapshotUsage> PodsSnapshotUsage::from_text(const std::strin
   usage->source_ = std::move(source_name);
   WireDecoder decoder;
   try {
-    decoder.decode_pod_list(text, schema, [&](const PodRequest& pod) {
+    decoder.decode_list<PodRequest>(text, schema, [&](const PodRequest& pod) {
       if (pod.node_name.empty() || pod.terminated()) return;
       usage->by_node_[std::string(pod.node_name)].add(pod.requests);
       ++usage->pods_counted_;

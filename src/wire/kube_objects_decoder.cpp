@@ -85,7 +85,7 @@ bool carries_object(const WatchEventHeader& h) {
 }
 
 template <typename DecodeObject>
-WatchEventHeader decode_event(WireDecoder::Impl& impl, std::string_view line, DecodeObject&& decode_object) {
+WatchEventHeader read_event(WireDecoder::Impl& impl, std::string_view line, DecodeObject&& decode_object) {
   WatchEventHeader header;
   {
     od::document doc = take(impl.iterate_copy(line), "", "a watch event object");
@@ -104,84 +104,80 @@ WatchEventHeader decode_event(WireDecoder::Impl& impl, std::string_view line, De
   return header;
 }
 
+// Each watched kind's objects: what its list is called in an error, and how one object is read.
+template <typename Object>
+struct Decoding;
+template <>
+struct Decoding<PodRequest> {
+  static constexpr const char* kList = "a PodList, e.g. kubectl get pods -A -o json";
+  static void decode(WireDecoder::Impl& impl, od::value v, const ViewSchema& schema, PodRequest& pod) {
+    decode_pod(v, schema, pod, impl.pod_scratch);
+  }
+};
+template <>
+struct Decoding<NodeView> {
+  static constexpr const char* kList = "a NodeList, e.g. kubectl get nodes -o json";
+  static void decode(WireDecoder::Impl&, od::value v, const ViewSchema& schema, NodeView& node) { decode_node(v, schema, node); }
+};
+template <>
+struct Decoding<ResourceSliceView> {
+  static constexpr const char* kList = "a ResourceSliceList";
+  static void decode(WireDecoder::Impl&, od::value v, const ViewSchema& schema, ResourceSliceView& slice) {
+    decode_resource_slice(v, schema, slice);
+  }
+};
+template <>
+struct Decoding<ResourceClaimView> {
+  static constexpr const char* kList = "a ResourceClaimList";
+  static void decode(WireDecoder::Impl&, od::value v, const ViewSchema&, ResourceClaimView& claim) {
+    decode_resource_claim(v, claim);
+  }
+};
+template <>
+struct Decoding<ResourceClaimTemplateView> {
+  static constexpr const char* kList = "a ResourceClaimTemplateList";
+  static void decode(WireDecoder::Impl&, od::value v, const ViewSchema&, ResourceClaimTemplateView& claim_template) {
+    decode_resource_claim_template(v, claim_template);
+  }
+};
+template <>
+struct Decoding<DeviceTaintRuleView> {
+  static constexpr const char* kList = "a DeviceTaintRuleList";
+  static void decode(WireDecoder::Impl&, od::value v, const ViewSchema&, DeviceTaintRuleView& rule) {
+    decode_device_taint_rule(v, rule);
+  }
+};
+
 }  // namespace
 
-ListMeta WireDecoder::decode_pod_list(const std::string& body, const ViewSchema& schema,
-                                      const std::function<void(const PodRequest&)>& on_pod) {
+template <typename Object>
+ListMeta WireDecoder::decode_list(const std::string& body, const ViewSchema& schema,
+                                  const std::function<void(const Object&)>& each) {
   od::document doc = take(impl_->iterate(body), "", "a JSON object");
-  PodRequest pod;
-  return walk_list(doc, "a PodList, e.g. kubectl get pods -A -o json", [&](od::value item) {
-    decode_pod(item, schema, pod, impl_->pod_scratch);
-    on_pod(pod);
+  Object object;  // reused: each item is decoded over the last (their vectors keep their capacity)
+  return walk_list(doc, Decoding<Object>::kList, [&](od::value item) {
+    Decoding<Object>::decode(*impl_, item, schema, object);
+    each(object);
   });
 }
 
-ListMeta WireDecoder::decode_node_list(const std::string& body, const ViewSchema& schema,
-                                       const std::function<void(const NodeView&)>& on_node) {
-  od::document doc = take(impl_->iterate(body), "", "a JSON object");
-  NodeView node;
-  return walk_list(doc, "a NodeList, e.g. kubectl get nodes -o json", [&](od::value item) {
-    decode_node(item, schema, node);
-    on_node(node);
-  });
+template <typename Object>
+WatchEventHeader WireDecoder::decode_event(std::string_view line, const ViewSchema& schema, Object& object) {
+  return read_event(*impl_, line, [&](od::value v) { Decoding<Object>::decode(*impl_, v, schema, object); });
 }
 
-ListMeta WireDecoder::decode_resource_slice_list(const std::string& body, const ViewSchema& schema,
-                                                 const std::function<void(const ResourceSliceView&)>& on_slice) {
-  od::document doc = take(impl_->iterate(body), "", "a JSON object");
-  ResourceSliceView slice;
-  return walk_list(doc, "a ResourceSliceList", [&](od::value item) {
-    decode_resource_slice(item, schema, slice);
-    on_slice(slice);
-  });
-}
-
-WatchEventHeader WireDecoder::decode_resource_slice_event(std::string_view line, const ViewSchema& schema,
-                                                          ResourceSliceView& slice) {
-  return decode_event(*impl_, line, [&](od::value object) { decode_resource_slice(object, schema, slice); });
-}
-
-ListMeta WireDecoder::decode_resource_claim_list(const std::string& body,
-                                                 const std::function<void(const ResourceClaimView&)>& on_claim) {
-  od::document doc = take(impl_->iterate(body), "", "a JSON object");
-  ResourceClaimView claim;
-  return walk_list(doc, "a ResourceClaimList", [&](od::value item) {
-    decode_resource_claim(item, claim);
-    on_claim(claim);
-  });
-}
-
-WatchEventHeader WireDecoder::decode_resource_claim_event(std::string_view line, ResourceClaimView& claim) {
-  return decode_event(*impl_, line, [&](od::value object) { decode_resource_claim(object, claim); });
-}
-
-ListMeta WireDecoder::decode_resource_claim_template_list(
-    const std::string& body, const std::function<void(const ResourceClaimView&)>& on_template) {
-  od::document doc = take(impl_->iterate(body), "", "a JSON object");
-  ResourceClaimView claim_template;
-  return walk_list(doc, "a ResourceClaimTemplateList", [&](od::value item) {
-    decode_resource_claim_template(item, claim_template);
-    on_template(claim_template);
-  });
-}
-
-WatchEventHeader WireDecoder::decode_resource_claim_template_event(std::string_view line, ResourceClaimView& claim_template) {
-  return decode_event(*impl_, line, [&](od::value object) { decode_resource_claim_template(object, claim_template); });
-}
-
-ListMeta WireDecoder::decode_device_taint_rule_list(const std::string& body,
-                                                    const std::function<void(const DeviceTaintRuleView&)>& on_rule) {
-  od::document doc = take(impl_->iterate(body), "", "a JSON object");
-  DeviceTaintRuleView rule;
-  return walk_list(doc, "a DeviceTaintRuleList", [&](od::value item) {
-    decode_device_taint_rule(item, rule);
-    on_rule(rule);
-  });
-}
-
-WatchEventHeader WireDecoder::decode_device_taint_rule_event(std::string_view line, DeviceTaintRuleView& rule) {
-  return decode_event(*impl_, line, [&](od::value object) { decode_device_taint_rule(object, rule); });
-}
+// The watched objects (wire.h): one line each.
+#define GPU_EXTENDER_WATCHED_OBJECT(Object)                                                                \
+  template ListMeta WireDecoder::decode_list<Object>(const std::string&, const ViewSchema&,               \
+                                                     const std::function<void(const Object&)>&);         \
+  template WatchEventHeader WireDecoder::decode_event<Object>(std::string_view, const ViewSchema&, Object&);
+GPU_EXTENDER_WATCHED_OBJECT(PodRequest)
+GPU_EXTENDER_WATCHED_OBJECT(NodeView)
+GPU_EXTENDER_WATCHED_OBJECT(ResourceSliceView)
+GPU_EXTENDER_WATCHED_OBJECT(ResourceClaimView)
+GPU_EXTENDER_WATCHED_OBJECT(ResourceClaimTemplateView)
+GPU_EXTENDER_WATCHED_OBJECT(DeviceTaintRuleView)
+#undef GPU_EXTENDER_WATCHED_OBJECT
 
 PodRequest WireDecoder::decode_pod_object(const std::string& body, const ViewSchema& schema) {
   od::document doc = take(impl_->iterate(body), "", "a JSON object");
@@ -189,14 +185,6 @@ PodRequest WireDecoder::decode_pod_object(const std::string& body, const ViewSch
   decode_pod(take(doc.get_value(), "", "a Pod object"), schema, pod, impl_->pod_scratch);
   reject_trailing_content(doc);
   return pod;
-}
-
-WatchEventHeader WireDecoder::decode_pod_event(std::string_view line, const ViewSchema& schema, PodRequest& pod) {
-  return decode_event(*impl_, line, [&](od::value object) { decode_pod(object, schema, pod, impl_->pod_scratch); });
-}
-
-WatchEventHeader WireDecoder::decode_node_event(std::string_view line, const ViewSchema& schema, NodeView& node) {
-  return decode_event(*impl_, line, [&](od::value object) { decode_node(object, schema, node); });
 }
 
 }  // namespace gpu_extender

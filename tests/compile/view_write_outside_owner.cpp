@@ -6,9 +6,9 @@ void write_node(gpu_extender::ClusterView& view, gpu_extender::PlacementLedger& 
                 const gpu_extender::NodeView& node) {
 #ifdef THROUGH_THE_LEDGER
   (void)view;
-  ledger.observe_node(node);
+  ledger.observe<gpu_extender::stored::Nodes>(node);
 #else
   (void)ledger;
-  view.upsert_node({}, node);  // a Write made outside the ledger: refused
+  view.upsert<gpu_extender::stored::Nodes>({}, node);  // a Write made outside the ledger: refused
 #endif
 }

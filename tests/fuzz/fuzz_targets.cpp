@@ -168,11 +168,11 @@ int watch_event(const uint8_t* data, size_t size) {
   PodRequest pod;
   NodeView node;
   try {
-    decoder.decode_pod_event(line, policy_under_test()->schema(), pod);
+    decoder.decode_event<PodRequest>(line, policy_under_test()->schema(), pod);
   } catch (const DecodeError&) {
   }
   try {
-    decoder.decode_node_event(line, policy_under_test()->schema(), node);
+    decoder.decode_event<NodeView>(line, policy_under_test()->schema(), node);
   } catch (const DecodeError&) {
   }
   return 0;

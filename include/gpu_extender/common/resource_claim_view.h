@@ -45,4 +45,8 @@ struct ResourceClaimView {
   std::vector<DraRequestView> requests;  // spec.devices.requests (for a template: spec.spec's)
 };
 
+// A ResourceClaimTemplate: its name, namespace and the requests of spec.spec, as a claim made from it
+// would ask them. Its own type so that the decoder (wire.h) knows which of the two to read.
+struct ResourceClaimTemplateView : ResourceClaimView {};
+
 }  // namespace gpu_extender

@@ -24,6 +24,7 @@
 #include "gpu_extender/policy/deletion_cost.h"
 #include "gpu_extender/policy/group_preemption.h"
 #include "gpu_extender/state/node_source.h"
+#include "gpu_extender/state/stored_kinds.h"
 #include "gpu_extender/common/pod_request.h"
 #include "gpu_extender/usage/usage_source.h"
 
@@ -54,16 +55,28 @@ class ClusterView final : public UsageSource, public NodeSource {
   };
 
   // --- written by the watch, through the ledger ---
-  void upsert_node(Write, const NodeView& node);
-  void delete_node(Write, std::string_view name);
-  // What the placement ledger stops counting in flight (node, amounts) in the same step as the pod
-  // event or list that confirms it: no reader sees a pod counted twice, or not at all.
+  // The kinds only the view keeps (stored_kinds.h): an object added or changed, one deleted (by its key:
+  // a node's or slice's name, a claim's "namespace/name"), and a fresh list that replaces everything of
+  // that kind (what the list does not name is gone). One specialization of each per kind, below the class.
+  //   Nodes: a node's object. ResourceSlices (dra_inventory.h): a node's GPUs from its slices, where it
+  //     has any, in place of its labels' and allocatable's; a slice may come before its node, or move.
+  //   DeviceTaintRules: taints on the devices they select, as their slices' own. A rule is rare and may
+  //     select devices on every node: each change refreshes every node with slices.
+  //   ResourceClaims: the GPUs an allocated claim holds count as used on its node, each once however many
+  //     claims share it; a pod the claim is reserved for or owned by no longer counts its own GPU request
+  //     there (a DRA extended-resource pod's nvidia.com/gpu is its claim's devices). A claim may come
+  //     before the slices naming its devices, or its node.
+  //   ResourceClaimTemplates: what the claims made from them ask.
+  template <typename Kind> void upsert(Write, typename Kind::Object object);
+  template <typename Kind> void erase(Write, std::string_view key);
+  template <typename Kind> void replace(Write, std::vector<typename Kind::Listed> objects);
+  // Pods, which the ledger applies with what they confirm of what is in flight: what it stops counting
+  // (node, amounts) in the same step as the pod event or list that confirms it, so no reader sees a pod
+  // counted twice, or not at all.
   using InFlightRelease = std::vector<std::pair<std::string, ResourceAmounts>>;
   // A pod as the API server reports it; pods without a node or that finished hold nothing.
   void upsert_pod(Write, const PodRequest& pod, const InFlightRelease& released = {});
   void delete_pod(Write, std::string_view uid, const InFlightRelease& released = {});
-  // A fresh list replaces everything of that kind (what the list does not name is gone).
-  void replace_nodes(Write, const std::vector<std::shared_ptr<const CachedNode>>& nodes);
   struct BoundPod {
     std::string uid;
     std::string node;
@@ -73,27 +86,6 @@ class ClusterView final : public UsageSource, public NodeSource {
     std::shared_ptr<const PreemptionVictim> victim{};  // preemption_victim_of: null when it holds no GPU
   };
   void replace_pods(Write, const std::vector<BoundPod>& pods, const InFlightRelease& released = {});
-  // DRA ResourceSlices (dra_inventory.h): a node's GPUs from its slices, where it has any, in place of
-  // its labels' and allocatable's. A slice may come before its node, or move to another node.
-  void upsert_slice(Write, DraSlice slice);
-  void delete_slice(Write, std::string_view name);
-  void replace_slices(Write, std::vector<DraSlice> slices);
-  // DeviceTaintRules (dra_inventory.h): taints on the devices they select, as their slices' own. A rule
-  // is rare and may select devices on every node: each change refreshes every node with slices.
-  void upsert_taint_rule(Write, DraTaintRule rule);
-  void delete_taint_rule(Write, std::string_view name);
-  void replace_taint_rules(Write, std::vector<DraTaintRule> rules);
-  // DRA ResourceClaims (dra_inventory.h): the GPUs an allocated claim holds count as used on its node,
-  // each once however many claims share it; a pod the claim is reserved for or owned by no longer counts
-  // its own GPU request there (a DRA extended-resource pod's nvidia.com/gpu is its claim's devices).
-  // Keyed "namespace/name"; a claim may come before the slices naming its devices, or its node.
-  void upsert_claim(Write, DraClaim claim);
-  void delete_claim(Write, std::string_view key);
-  void replace_claims(Write, std::vector<DraClaim> claims);
-  // ResourceClaimTemplates: what the claims made from them ask (DraClaim::of a template).
-  void upsert_claim_template(Write, DraClaim claim_template);
-  void delete_claim_template(Write, std::string_view key);
-  void replace_claim_templates(Write, std::vector<DraClaim> templates);
   // The GPUs a pod asks through its claims (PodRequest::claims): each claim's requested GPUs, from the
   // claim, else from its template; claims and templates the view does not know ask none. With
   // `tolerations`, also the device taints those requests tolerate.
@@ -107,7 +99,7 @@ class ClusterView final : public UsageSource, public NodeSource {
     if (const int64_t gpus = claimed_gpus_of(pod, tolerations); gpus > 0)
       requests.add(ViewSchema::kGpuResource, gpus * 1000);
   }
-  void mark_nodes_synced(Write);
+  void mark_nodes_synced(Write);  // replace<stored::Nodes> marks them too
   void mark_pods_synced(Write);
 
   // --- in flight, written by the ledger and its group book ---
@@ -346,5 +338,17 @@ class ClusterView final : public UsageSource, public NodeSource {
   mutable std::condition_variable change_cv_;
   std::function<bool()> watch_hurry_;
 };
+
+// The stores (ClusterView's writers above): nodes in cluster_view.cpp, the DRA kinds in cluster_view_dra.cpp.
+#define GPU_EXTENDER_STORED_KIND(Kind)                                                        \
+  template <> void ClusterView::upsert<stored::Kind>(Write, stored::Kind::Object object);     \
+  template <> void ClusterView::erase<stored::Kind>(Write, std::string_view key);             \
+  template <> void ClusterView::replace<stored::Kind>(Write, std::vector<stored::Kind::Listed> objects);
+GPU_EXTENDER_STORED_KIND(Nodes)
+GPU_EXTENDER_STORED_KIND(ResourceSlices)
+GPU_EXTENDER_STORED_KIND(DeviceTaintRules)
+GPU_EXTENDER_STORED_KIND(ResourceClaims)
+GPU_EXTENDER_STORED_KIND(ResourceClaimTemplates)
+#undef GPU_EXTENDER_STORED_KIND
 
 }  // namespace gpu_extender

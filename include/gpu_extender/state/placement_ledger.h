@@ -22,7 +22,7 @@
 //                          bind arrived, all in one step), or bind_answered (refused before counting),
 //                          wait_at_gate (a group member: until every member passed), then commit or
 //                          roll_back (the whole undo: the slot held again, the pod no longer counted)
-//   the watch              observe_pod, observe_deleted, observe_relist: the event or list applied to
+//   the watch              observe_pod, observe_pod_deleted, observe_relist: the event or list applied to
 //                          the view, and the assumptions it confirms released, in one step of the view
 //                          (no reader sees a pod counted twice, or not at all)
 //   housekeeping           expire: assumptions the watch never confirmed, pending pods never bound,
@@ -119,27 +119,26 @@ class PlacementLedger {
   // --- the watch: applies each event or list to the view itself (ClusterView::Write) ---
   // Pods: the event or list, and the assumptions it confirms released, in one step.
   void observe_pod(const PodRequest& pod);
-  void observe_deleted(std::string_view uid);
+  void observe_pod_deleted(std::string_view uid);
   void observe_relist(const std::vector<ClusterView::BoundPod>& pods);
   void observe_pods_synced();
-  // The kinds only the view keeps (nothing in flight waits for them): nodes, DRA ResourceSlices,
-  // ResourceClaims, ResourceClaimTemplates, DeviceTaintRules; each as ClusterView's call of that name.
-  void observe_node(const NodeView& node);
-  void observe_node_deleted(std::string_view name);
-  void observe_node_list(const std::vector<std::shared_ptr<const CachedNode>>& nodes);
+  // Nodes applied one by one (a tool's file, not a list): their list marks them (observe_list).
   void observe_nodes_synced();
-  void observe_slice(DraSlice slice);
-  void observe_slice_deleted(std::string_view name);
-  void observe_slice_list(std::vector<DraSlice> slices);
-  void observe_claim(DraClaim claim);
-  void observe_claim_deleted(std::string_view key);
-  void observe_claim_list(std::vector<DraClaim> claims);
-  void observe_claim_template(DraClaim claim_template);
-  void observe_claim_template_deleted(std::string_view key);
-  void observe_claim_template_list(std::vector<DraClaim> templates);
-  void observe_taint_rule(DraTaintRule rule);
-  void observe_taint_rule_deleted(std::string_view name);
-  void observe_taint_rule_list(std::vector<DraTaintRule> rules);
+  // The kinds only the view keeps (stored_kinds.h: nothing in flight waits for them), as the view's
+  // writer of that kind (ClusterView::upsert, erase, replace). No ledger lock: nothing the ledger holds
+  // depends on them, and the view's own lock makes each call atomic for the verbs.
+  template <typename Kind>
+  void observe(typename Kind::Object object) {
+    view_->upsert<Kind>(ClusterView::Write{}, std::move(object));
+  }
+  template <typename Kind>
+  void observe_deleted(std::string_view key) {
+    view_->erase<Kind>(ClusterView::Write{}, key);
+  }
+  template <typename Kind>
+  void observe_list(std::vector<typename Kind::Listed> objects) {
+    view_->replace<Kind>(ClusterView::Write{}, std::move(objects));
+  }
   // An event or bookmark arrived: the view is fresh as of now.
   void observe_heard();
 

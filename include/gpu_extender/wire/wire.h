@@ -115,30 +115,15 @@ class WireDecoder {
   // Mutable, so that a caller may complete the pod with what the body does not say (its claims' GPUs).
   ExtenderArgs& decode_extender_args(const std::string& body, const ViewSchema& schema);
   BindingArgs decode_binding_args(const std::string& body);
-  // A Kubernetes PodList or NodeList (`kubectl get pods -A -o json`, or a page of an API list): calls
-  // the callback for every item, and returns the list's metadata.
-  ListMeta decode_pod_list(const std::string& body, const ViewSchema& schema,
-                           const std::function<void(const PodRequest&)>& on_pod);
-  ListMeta decode_node_list(const std::string& body, const ViewSchema& schema,
-                            const std::function<void(const NodeView&)>& on_node);
-  // One watch event line. For ADDED/MODIFIED/DELETED the object is decoded into `pod` or `node`.
-  WatchEventHeader decode_pod_event(std::string_view line, const ViewSchema& schema, PodRequest& pod);
-  WatchEventHeader decode_node_event(std::string_view line, const ViewSchema& schema, NodeView& node);
-  // ResourceSlices (resource.k8s.io/v1), as pods and nodes: a list page, and one watch event line.
-  ListMeta decode_resource_slice_list(const std::string& body, const ViewSchema& schema,
-                                      const std::function<void(const ResourceSliceView&)>& on_slice);
-  WatchEventHeader decode_resource_slice_event(std::string_view line, const ViewSchema& schema, ResourceSliceView& slice);
-  // ResourceClaims (resource.k8s.io/v1), the same way.
-  ListMeta decode_resource_claim_list(const std::string& body, const std::function<void(const ResourceClaimView&)>& on_claim);
-  WatchEventHeader decode_resource_claim_event(std::string_view line, ResourceClaimView& claim);
-  // ResourceClaimTemplates: name, namespace and the requests of spec.spec, in a ResourceClaimView.
-  ListMeta decode_resource_claim_template_list(const std::string& body,
-                                               const std::function<void(const ResourceClaimView&)>& on_template);
-  WatchEventHeader decode_resource_claim_template_event(std::string_view line, ResourceClaimView& claim_template);
-  // DeviceTaintRules (resource.k8s.io/v1), the same way.
-  ListMeta decode_device_taint_rule_list(const std::string& body,
-                                         const std::function<void(const DeviceTaintRuleView&)>& on_rule);
-  WatchEventHeader decode_device_taint_rule_event(std::string_view line, DeviceTaintRuleView& rule);
+  // The watched kinds, one generic pair (kube_objects_decoder.cpp): a list page (`kubectl get pods -A -o
+  // json`, or a page of an API list), calling `each` for every item and returning the list's metadata;
+  // and one watch event line, whose object (ADDED/MODIFIED/DELETED) is decoded into `object`. Objects:
+  // PodRequest, NodeView, ResourceSliceView, ResourceClaimView, ResourceClaimTemplateView,
+  // DeviceTaintRuleView (the kinds that read no schema ignore it).
+  template <typename Object>
+  ListMeta decode_list(const std::string& body, const ViewSchema& schema, const std::function<void(const Object&)>& each);
+  template <typename Object>
+  WatchEventHeader decode_event(std::string_view line, const ViewSchema& schema, Object& object);
   // A single Pod object (GET .../pods/NAME).
   PodRequest decode_pod_object(const std::string& body, const ViewSchema& schema);
   PreemptionArgs& decode_preemption_args(const std::string& body, const ViewSchema& schema);

@@ -67,7 +67,7 @@ struct Bed {
     return r;
   }
   void terminate(Running& r) {  // the watch shows it gone
-    ledger->observe_deleted(r.uid);
+    ledger->observe_pod_deleted(r.uid);
   }
   void add_members(int count, int32_t priority) {
     size = std::to_string(count);

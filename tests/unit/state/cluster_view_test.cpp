@@ -49,7 +49,7 @@ TEST_CASE("cluster view: nodes are copied, found by name, and held by requests")
   NodeView n;
   n.name = name;
   n.gpu_model = model;
-  v.upsert_node(test_write(), n);
+  v.upsert<stored::Nodes>(test_write(), n);
   name = "overwritten";  // the cache owns its copy
   model = "T4";
   std::vector<std::string_view> names{"gpu-1", "missing"};
@@ -59,7 +59,7 @@ TEST_CASE("cluster view: nodes are copied, found by name, and held by requests")
   CHECK(found[0]->view().name == "gpu-1");
   CHECK(found[0]->view().gpu_model == std::optional<std::string_view>("A100"));
   CHECK_FALSE(found[1]);
-  v.delete_node(test_write(), "gpu-1");
+  v.erase<stored::Nodes>(test_write(), "gpu-1");
   CHECK(found[0]->view().name == "gpu-1");  // still valid for the request holding it
   v.mark_nodes_synced(test_write());
   v.mark_pods_synced(test_write());
@@ -72,20 +72,20 @@ TEST_CASE("cluster view: a deleted node leaves no entry once nothing runs on it"
   n1.name = "n1";
   NodeView n2;
   n2.name = "n2";
-  v.upsert_node(test_write(), n1);
-  v.upsert_node(test_write(), n2);
+  v.upsert<stored::Nodes>(test_write(), n1);
+  v.upsert<stored::Nodes>(test_write(), n2);
   v.upsert_pod(test_write(), watched_pod("a", "n2", 2));
   CHECK(v.stats().node_entries == 2);
-  v.delete_node(test_write(), "n1");
+  v.erase<stored::Nodes>(test_write(), "n1");
   CHECK(v.stats().node_entries == 1);
-  v.delete_node(test_write(), "n2");  // its pod is still there (its deletion follows): the usage stays
+  v.erase<stored::Nodes>(test_write(), "n2");  // its pod is still there (its deletion follows): the usage stays
   CHECK(v.stats().node_entries == 1);
   CHECK(v.stats().nodes == 0);
   v.delete_pod(test_write(), "a");
   CHECK(v.stats().node_entries == 0);
   // A relist that no longer names a node drops it too.
-  v.upsert_node(test_write(), n1);
-  v.replace_nodes(test_write(), {});
+  v.upsert<stored::Nodes>(test_write(), n1);
+  v.replace<stored::Nodes>(test_write(), {});
   CHECK(v.stats().node_entries == 0);
 }
 
@@ -95,7 +95,7 @@ TEST_CASE("cluster view: shared GPU memory, free and fragmented for the pods pen
   node.name = "share";
   node.allocatable.set(ViewSchema::kSharedGpuMemory, 64000);  // 4 GPUs of 16 GiB
   node.allocatable.set(ViewSchema::kSharedGpuCount, 4000);
-  v.upsert_node(test_write(), node);
+  v.upsert<stored::Nodes>(test_write(), node);
   auto on_device = [](std::string_view uid, int device, int gib) {
     PodRequest p = watched_pod(uid, "share", 0);
     p.requests.set(ViewSchema::kSharedGpuMemory, gib * 1000LL);

@@ -9,7 +9,7 @@ struct ClusterViewTestWrites {
   static ClusterView::Write write() { return {}; }
 };
 
-// The key for one write of a test: view.upsert_node(test_write(), node).
+// The key for one write of a test: view.upsert<stored::Nodes>(test_write(), node).
 inline ClusterView::Write test_write() { return ClusterViewTestWrites::write(); }
 
 }  // namespace gpu_extender

@@ -23,22 +23,22 @@ DraResultView result(std::string_view device, bool admin_access = false) {
 
 TEST_CASE("DRA claims: a held GPU counts once, a partition occupies its parent, a claim may come first") {
   ClusterView v;
-  v.upsert_node(test_write(), bare_node("dra-0"));
-  v.upsert_claim(test_write(), claim_of("a/early", "dra-0", {"gpu-0"}));  // before the slices: named as itself
+  v.upsert<stored::Nodes>(test_write(), bare_node("dra-0"));
+  v.upsert<stored::ResourceClaims>(test_write(), claim_of("a/early", "dra-0", {"gpu-0"}));  // before the slices: named as itself
   CHECK(test_support::gpus_on(v, "dra-0") == 1);
-  v.upsert_slice(test_write(), slice_of("s1", "dra-0", {whole_gpu(0), whole_gpu(1), mig_device(1, 0), mig_device(1, 1)}));
+  v.upsert<stored::ResourceSlices>(test_write(), slice_of("s1", "dra-0", {whole_gpu(0), whole_gpu(1), mig_device(1, 0), mig_device(1, 1)}));
   CHECK(test_support::gpus_on(v, "dra-0") == 1);
   // Two partitions of gpu-1 held by two claims: gpu-1 is occupied, once.
-  v.upsert_claim(test_write(), claim_of("a/mig-0", "dra-0", {"gpu-1-mig-1g10gb-19-0"}));
-  v.upsert_claim(test_write(), claim_of("a/mig-1", "dra-0", {"gpu-1-mig-1g10gb-19-1"}));
+  v.upsert<stored::ResourceClaims>(test_write(), claim_of("a/mig-0", "dra-0", {"gpu-1-mig-1g10gb-19-0"}));
+  v.upsert<stored::ResourceClaims>(test_write(), claim_of("a/mig-1", "dra-0", {"gpu-1-mig-1g10gb-19-1"}));
   CHECK(test_support::gpus_on(v, "dra-0") == 2);
-  v.delete_claim(test_write(), "a/mig-0");
+  v.erase<stored::ResourceClaims>(test_write(), "a/mig-0");
   CHECK(test_support::gpus_on(v, "dra-0") == 2);
-  v.delete_claim(test_write(), "a/mig-1");
+  v.erase<stored::ResourceClaims>(test_write(), "a/mig-1");
   CHECK(test_support::gpus_on(v, "dra-0") == 1);
   // Unallocated (no node) or of another driver (no devices kept): nothing held.
-  v.upsert_claim(test_write(), claim_of("a/pending", "", {"gpu-1"}));
-  v.upsert_claim(test_write(), claim_of("a/nic", "dra-0", {}));
+  v.upsert<stored::ResourceClaims>(test_write(), claim_of("a/pending", "", {"gpu-1"}));
+  v.upsert<stored::ResourceClaims>(test_write(), claim_of("a/nic", "dra-0", {}));
   CHECK(test_support::gpus_on(v, "dra-0") == 1);
   const ClusterView::DraStats stats = v.dra_stats();
   CHECK(stats.claims == 1);
@@ -63,37 +63,37 @@ TEST_CASE("DRA claims: results with adminAccess hold nothing, requests with it a
   CHECK(claim.devices.empty());
   CHECK(claim.requested_gpus == 0);
   ClusterView v;
-  v.upsert_node(test_write(), bare_node("dra-0"));
-  v.upsert_slice(test_write(), h100s("s", "dra-0", 4));
-  v.upsert_claim(test_write(), claim);
+  v.upsert<stored::Nodes>(test_write(), bare_node("dra-0"));
+  v.upsert<stored::ResourceSlices>(test_write(), h100s("s", "dra-0", 4));
+  v.upsert<stored::ResourceClaims>(test_write(), claim);
   CHECK(test_support::gpus_on(v, "dra-0") == 0);
   // Beside it, an ordinary claim on gpu-0 holds gpu-0.
   ResourceClaimView train = monitor;
   train.name = "train";
   train.results = {result("gpu-0")};
   train.requests = {request("gpu.nvidia.com")};
-  v.upsert_claim(test_write(), DraClaim::of(train, kSchema));
+  v.upsert<stored::ResourceClaims>(test_write(), DraClaim::of(train, kSchema));
   CHECK(test_support::gpus_on(v, "dra-0") == 1);
 }
 
 TEST_CASE("DRA claims: the pod a claim serves counts its devices, not its GPU request, whichever comes first") {
   ClusterView v;
-  v.upsert_node(test_write(), bare_node("dra-0"));
-  v.upsert_slice(test_write(), h100s("s1", "dra-0", 8));
+  v.upsert<stored::Nodes>(test_write(), bare_node("dra-0"));
+  v.upsert<stored::ResourceSlices>(test_write(), h100s("s1", "dra-0", 8));
   const PodRequest pod = test_support::watched_pod("uid-ext", "dra-0", 2);
   v.upsert_pod(test_write(), pod);
   CHECK(test_support::gpus_on(v, "dra-0") == 2);
-  v.upsert_claim(test_write(), claim_of("a/ext", "dra-0", {"gpu-0", "gpu-1"}, {"uid-ext"}));
+  v.upsert<stored::ResourceClaims>(test_write(), claim_of("a/ext", "dra-0", {"gpu-0", "gpu-1"}, {"uid-ext"}));
   CHECK(test_support::gpus_on(v, "dra-0") == 2);
   v.delete_pod(test_write(), "uid-ext");  // the pod is gone before its claim
   CHECK(test_support::gpus_on(v, "dra-0") == 2);
-  v.delete_claim(test_write(), "a/ext");
+  v.erase<stored::ResourceClaims>(test_write(), "a/ext");
   CHECK(test_support::gpus_on(v, "dra-0") == 0);
   // The claim first, then the pod (a relist of pods after the claims).
-  v.replace_claims(test_write(), {claim_of("a/ext", "dra-0", {"gpu-0", "gpu-1"}, {"uid-ext"})});
+  v.replace<stored::ResourceClaims>(test_write(), {claim_of("a/ext", "dra-0", {"gpu-0", "gpu-1"}, {"uid-ext"})});
   v.replace_pods(test_write(), {{"uid-ext", "dra-0", pod.requests, nullptr, ""}});
   CHECK(test_support::gpus_on(v, "dra-0") == 2);
-  v.replace_claims(test_write(), {});
+  v.replace<stored::ResourceClaims>(test_write(), {});
   CHECK(test_support::gpus_on(v, "dra-0") == 2);  // the pod's own request counts again
 }
 
@@ -101,10 +101,10 @@ TEST_CASE("DRA claims: the GPUs a pod asks through its claims, by claim or by te
   ClusterView v;
   DraClaim by_template = claim_of("train/two-h100", "", {});
   by_template.requested_gpus = 2;
-  v.upsert_claim_template(test_write(), by_template);
+  v.upsert<stored::ResourceClaimTemplates>(test_write(), by_template);
   DraClaim shared = claim_of("train/pool", "", {});
   shared.requested_gpus = 4;
-  v.upsert_claim(test_write(), shared);  // not allocated yet: asks, holds nothing
+  v.upsert<stored::ResourceClaims>(test_write(), shared);  // not allocated yet: asks, holds nothing
   PodRequest pod;
   pod.ns = "train";
   pod.claims = {{"", "two-h100"}, {"pool", ""}, {"unknown", ""}};
@@ -113,8 +113,8 @@ TEST_CASE("DRA claims: the GPUs a pod asks through its claims, by claim or by te
   pod.ns = "other";
   CHECK(v.claimed_gpus_of(pod) == 0);
   pod.ns = "train";
-  v.delete_claim_template(test_write(), "train/two-h100");
-  v.replace_claims(test_write(), {});
+  v.erase<stored::ResourceClaimTemplates>(test_write(), "train/two-h100");
+  v.replace<stored::ResourceClaims>(test_write(), {});
   CHECK(v.claimed_gpus_of(pod) == 0);
 
   // What DraClaim::of counts: requests of a GPU class, not All, alternatives or a share of a device.

@@ -44,8 +44,8 @@ TEST_CASE("DRA inventory: devices of the schema's driver, named as GPU Feature D
 
 TEST_CASE("DRA inventory: a node's slices give its GPU facts, in place of labels, whichever comes first") {
   ClusterView v;
-  v.upsert_slice(test_write(), h100s("s1", "dra-0", 4));  // before its node
-  v.upsert_node(test_write(), bare_node("dra-0"));
+  v.upsert<stored::ResourceSlices>(test_write(), h100s("s1", "dra-0", 4));  // before its node
+  v.upsert<stored::Nodes>(test_write(), bare_node("dra-0"));
   auto node = find(v, "dra-0");
   REQUIRE(node);
   const NodeView& n = node->view();
@@ -59,25 +59,25 @@ TEST_CASE("DRA inventory: a node's slices give its GPU facts, in place of labels
   // A second pool on the node (another driver instance's): 8 GPUs, the smaller memory.
   DraSlice second = h100s("s2", "dra-0", 4, 40960, 4);
   second.pool = "dra-0-b";
-  v.upsert_slice(test_write(), second);
+  v.upsert<stored::ResourceSlices>(test_write(), second);
   CHECK(find(v, "dra-0")->view().gpu_count == std::optional<std::string_view>("8"));
   CHECK(find(v, "dra-0")->view().gpu_memory == std::optional<std::string_view>("40960"));
   second.node = "dra-1";  // moved to another node
-  v.upsert_slice(test_write(), second);
+  v.upsert<stored::ResourceSlices>(test_write(), second);
   CHECK(find(v, "dra-0")->view().gpu_count == std::optional<std::string_view>("4"));
-  v.delete_slice(test_write(), "s1");  // no slice left: the node as listed again
+  v.erase<stored::ResourceSlices>(test_write(), "s1");  // no slice left: the node as listed again
   CHECK_FALSE(find(v, "dra-0")->view().gpus_from_dra);
   CHECK_FALSE(find(v, "dra-0")->view().allocatable.has(ViewSchema::kGpuResource));
 
   // A relist of slices replaces them all; a node re-listed keeps its slices' GPUs.
-  v.replace_slices(test_write(), {h100s("s3", "dra-0", 2)});
+  v.replace<stored::ResourceSlices>(test_write(), {h100s("s3", "dra-0", 2)});
   CHECK_FALSE(find(v, "dra-1"));  // its slice is gone and it was never listed: no entry
-  v.upsert_node(test_write(), bare_node("dra-0"));
+  v.upsert<stored::Nodes>(test_write(), bare_node("dra-0"));
   CHECK(find(v, "dra-0")->view().gpu_count == std::optional<std::string_view>("2"));
-  v.delete_node(test_write(), "dra-0");
+  v.erase<stored::Nodes>(test_write(), "dra-0");
   CHECK_FALSE(find(v, "dra-0"));
   CHECK(v.stats().node_entries == 1);  // its slice is still there, waiting for the node
-  v.delete_slice(test_write(), "s3");
+  v.erase<stored::ResourceSlices>(test_write(), "s3");
   CHECK(v.stats().node_entries == 0);
 }
 
@@ -88,17 +88,17 @@ TEST_CASE("DRA inventory: a GPU in MIG mode is one GPU in use, held only by its 
   for (int i = 4; i < 8; ++i)
     for (int start = 0; start < 7; ++start) devices.push_back(mig_device(i, start));
   ClusterView v;
-  v.upsert_node(test_write(), bare_node("mixed"));
-  v.upsert_slice(test_write(), slice_of("s", "mixed", devices));
+  v.upsert<stored::Nodes>(test_write(), bare_node("mixed"));
+  v.upsert<stored::ResourceSlices>(test_write(), slice_of("s", "mixed", devices));
   CHECK(gpu_count_of(v, "mixed") == 8);                 // physical GPUs, not 4 + 28 devices
   CHECK(test_support::gpus_on(v, "mixed") == 4);        // the MIG-mode parents are not free for whole-GPU pods
   CHECK(find(v, "mixed")->view().gpu_memory == std::optional<std::string_view>("81920"));  // of the whole ones
   // Seven MIG claims on one parent: still that one GPU, so a 4-GPU pod has its 4 free GPUs.
   for (int start = 0; start < 7; ++start)
-    v.upsert_claim(test_write(), claim_of("ml/mig-" + std::to_string(start), "mixed",
+    v.upsert<stored::ResourceClaims>(test_write(), claim_of("ml/mig-" + std::to_string(start), "mixed",
                             {"gpu-4-mig-1g10gb-19-" + std::to_string(start)}));
   CHECK(test_support::gpus_on(v, "mixed") == 4);
-  v.upsert_claim(test_write(), claim_of("ml/whole", "mixed", {"gpu-0"}));
+  v.upsert<stored::ResourceClaims>(test_write(), claim_of("ml/whole", "mixed", {"gpu-0"}));
   CHECK(test_support::gpus_on(v, "mixed") == 5);
   const auto dra = v.dra_node("mixed");
   REQUIRE(dra);
@@ -124,18 +124,18 @@ TEST_CASE("DRA inventory: partitionable devices sharing a GPU's counter set are 
   DraDeviceView gpu1 = whole_gpu(1, "NVIDIA A100-SXM4-80GB", "Ampere", 81920);
   gpu1.counter_sets = {"gpu-1-counter-set"};
   ClusterView v;
-  v.upsert_node(test_write(), bare_node("p"));
-  v.upsert_slice(test_write(), slice_of("p-devices", "p", {gpu0, part, gpu1}, 1, 2));
+  v.upsert<stored::Nodes>(test_write(), bare_node("p"));
+  v.upsert<stored::ResourceSlices>(test_write(), slice_of("p-devices", "p", {gpu0, part, gpu1}, 1, 2));
   // Half the pool listed: the allocator allocates nothing from it, so neither does the extender count it free.
   CHECK(gpu_count_of(v, "p") == 2);
   CHECK(test_support::gpus_on(v, "p") == 2);
   REQUIRE(v.dra_node("p"));
   CHECK(v.dra_node("p")->unavailable[0].second.find("republished") != std::string::npos);
-  v.upsert_slice(test_write(), slice_of("p-counters", "p", {}, 1, 2));  // the counters' slice: the pool is whole
+  v.upsert<stored::ResourceSlices>(test_write(), slice_of("p-counters", "p", {}, 1, 2));  // the counters' slice: the pool is whole
   CHECK(test_support::gpus_on(v, "p") == 0);
-  v.upsert_claim(test_write(), claim_of("ml/part", "p", {"gpu-0-mig-1g10gb-19-0"}));
+  v.upsert<stored::ResourceClaims>(test_write(), claim_of("ml/part", "p", {"gpu-0-mig-1g10gb-19-0"}));
   CHECK(test_support::gpus_on(v, "p") == 1);  // the partition holds gpu-0
-  v.upsert_claim(test_write(), claim_of("ml/gpu-0", "p", {"gpu-0"}));
+  v.upsert<stored::ResourceClaims>(test_write(), claim_of("ml/gpu-0", "p", {"gpu-0"}));
   CHECK(test_support::gpus_on(v, "p") == 1);  // the same GPU, once
 }
 
@@ -143,20 +143,20 @@ TEST_CASE("DRA inventory: a vfio passthrough device is its GPU, not another") {
   const DraDeviceView vfio = device("gpu-vfio-0", "vfio", pci_of(0));
   const DraDeviceView stray = device("nic-0", "nic");  // of the driver, naming no GPU: not a GPU
   ClusterView v;
-  v.upsert_node(test_write(), bare_node("vm-host"));
-  v.upsert_slice(test_write(), slice_of("s", "vm-host", {whole_gpu(0), vfio, whole_gpu(1), stray}));
+  v.upsert<stored::Nodes>(test_write(), bare_node("vm-host"));
+  v.upsert<stored::ResourceSlices>(test_write(), slice_of("s", "vm-host", {whole_gpu(0), vfio, whole_gpu(1), stray}));
   CHECK(gpu_count_of(v, "vm-host") == 2);
   CHECK(test_support::gpus_on(v, "vm-host") == 0);
-  v.upsert_claim(test_write(), claim_of("vm/passthrough", "vm-host", {"gpu-vfio-0"}));
+  v.upsert<stored::ResourceClaims>(test_write(), claim_of("vm/passthrough", "vm-host", {"gpu-vfio-0"}));
   CHECK(test_support::gpus_on(v, "vm-host") == 1);
-  v.upsert_claim(test_write(), claim_of("ml/gpu-0", "vm-host", {"gpu-0"}));
+  v.upsert<stored::ResourceClaims>(test_write(), claim_of("ml/gpu-0", "vm-host", {"gpu-0"}));
   CHECK(test_support::gpus_on(v, "vm-host") == 1);
   // A GPU bound to vfio-pci only (no whole device): one GPU, not free for whole-GPU pods, held once.
-  v.delete_claim(test_write(), "ml/gpu-0");
-  v.upsert_slice(test_write(), slice_of("s", "vm-host", {whole_gpu(1), vfio}));
+  v.erase<stored::ResourceClaims>(test_write(), "ml/gpu-0");
+  v.upsert<stored::ResourceSlices>(test_write(), slice_of("s", "vm-host", {whole_gpu(1), vfio}));
   CHECK(gpu_count_of(v, "vm-host") == 2);
   CHECK(test_support::gpus_on(v, "vm-host") == 1);
-  v.delete_claim(test_write(), "vm/passthrough");
+  v.erase<stored::ResourceClaims>(test_write(), "vm/passthrough");
   CHECK(test_support::gpus_on(v, "vm-host") == 1);
 }
 
@@ -172,8 +172,8 @@ TEST_CASE("DRA inventory: tainted GPUs are in use unless the pod's claims tolera
   const DraSlice slice = slice_of("s", "h", devices);
   CHECK(slice.devices[6].taints.empty());  // a taint that does not prevent allocation is not kept
   ClusterView v;
-  v.upsert_node(test_write(), bare_node("h"));
-  v.upsert_slice(test_write(), slice);
+  v.upsert<stored::Nodes>(test_write(), bare_node("h"));
+  v.upsert<stored::ResourceSlices>(test_write(), slice);
   CHECK(gpu_count_of(v, "h") == 8);
   CHECK(test_support::gpus_on(v, "h") == 1);  // 7 usable
   const NodeView& n = find(v, "h")->view();
@@ -198,7 +198,7 @@ TEST_CASE("DRA inventory: tainted GPUs are in use unless the pod's claims tolera
   claim.name = "burn-in";
   claim.requests = {request("gpu.nvidia.com")};
   claim.requests[0].tolerations = {{"gpu.nvidia.com/xid", "Exists", "", "NoSchedule"}};
-  v.upsert_claim(test_write(), DraClaim::of(claim, kSchema));
+  v.upsert<stored::ResourceClaims>(test_write(), DraClaim::of(claim, kSchema));
   PodRequest pod;
   pod.ns = "ops";
   pod.claims = {{"burn-in", ""}};
@@ -225,53 +225,53 @@ DeviceTaintRuleView rule_view(std::string_view name, std::optional<std::string_v
 TEST_CASE("DRA inventory: a DeviceTaintRule taints the devices it selects, on every node, as their slices' taints do") {
   ClusterView v;
   for (const char* node : {"a", "b"}) {
-    v.upsert_node(test_write(), bare_node(node));
-    v.upsert_slice(test_write(), h100s(std::string(node) + "-s", node, 8));
+    v.upsert<stored::Nodes>(test_write(), bare_node(node));
+    v.upsert<stored::ResourceSlices>(test_write(), h100s(std::string(node) + "-s", node, 8));
   }
   CHECK(test_support::gpus_on(v, "a") == 0);
   // One device of one pool.
-  v.upsert_taint_rule(test_write(), DraTaintRule::of(rule_view("drain-a3", "a", "gpu-3"), kSchema));
+  v.upsert<stored::DeviceTaintRules>(test_write(), DraTaintRule::of(rule_view("drain-a3", "a", "gpu-3"), kSchema));
   CHECK(test_support::gpus_on(v, "a") == 1);
   CHECK(test_support::gpus_on(v, "b") == 0);
   REQUIRE(v.dra_node("a"));
   CHECK(v.dra_node("a")->unavailable ==
         std::vector<std::pair<std::string, std::string>>{{"a/gpu-3", "tainted example.com/drain:NoSchedule"}});
   // A pool: all its GPUs; an empty selector: every device of every pool.
-  v.upsert_taint_rule(test_write(), DraTaintRule::of(rule_view("drain-b", "b", std::nullopt, "NoExecute"), kSchema));
+  v.upsert<stored::DeviceTaintRules>(test_write(), DraTaintRule::of(rule_view("drain-b", "b", std::nullopt, "NoExecute"), kSchema));
   CHECK(test_support::gpus_on(v, "b") == 8);
-  v.delete_taint_rule(test_write(), "drain-b");
+  v.erase<stored::DeviceTaintRules>(test_write(), "drain-b");
   CHECK(test_support::gpus_on(v, "b") == 0);
-  v.upsert_taint_rule(test_write(), DraTaintRule::of(rule_view("all", std::nullopt, std::nullopt, "NoSchedule", std::nullopt), kSchema));
+  v.upsert<stored::DeviceTaintRules>(test_write(), DraTaintRule::of(rule_view("all", std::nullopt, std::nullopt, "NoSchedule", std::nullopt), kSchema));
   CHECK(test_support::gpus_on(v, "b") == 8);
   // The same rule changed to inform only ("None"), or to another driver's devices, or with no selector at
   // all (which selects nothing): no GPU is kept from claims by it.
-  v.upsert_taint_rule(test_write(), DraTaintRule::of(rule_view("all", std::nullopt, std::nullopt, "None", std::nullopt), kSchema));
+  v.upsert<stored::DeviceTaintRules>(test_write(), DraTaintRule::of(rule_view("all", std::nullopt, std::nullopt, "None", std::nullopt), kSchema));
   CHECK(test_support::gpus_on(v, "b") == 0);
-  v.upsert_taint_rule(test_write(), DraTaintRule::of(rule_view("all", std::nullopt, std::nullopt, "NoSchedule", "nic.example.com"), kSchema));
+  v.upsert<stored::DeviceTaintRules>(test_write(), DraTaintRule::of(rule_view("all", std::nullopt, std::nullopt, "NoSchedule", "nic.example.com"), kSchema));
   CHECK(test_support::gpus_on(v, "b") == 0);
-  v.upsert_taint_rule(test_write(), DraTaintRule::of(rule_view("all", std::nullopt, std::nullopt, "NoSchedule", std::nullopt, false), kSchema));
+  v.upsert<stored::DeviceTaintRules>(test_write(), DraTaintRule::of(rule_view("all", std::nullopt, std::nullopt, "NoSchedule", std::nullopt, false), kSchema));
   CHECK(test_support::gpus_on(v, "b") == 0);
   CHECK(test_support::gpus_on(v, "a") == 1);  // drain-a3 still holds
   // A slice published after the rule carries its taint too; a relist of rules that no longer names it frees it.
-  v.upsert_node(test_write(), bare_node("c"));
-  v.upsert_slice(test_write(), h100s("c-s", "c", 8));
-  v.upsert_taint_rule(test_write(), DraTaintRule::of(rule_view("drain-c", "c", std::nullopt), kSchema));
-  v.upsert_slice(test_write(), h100s("c-s", "c", 8));
+  v.upsert<stored::Nodes>(test_write(), bare_node("c"));
+  v.upsert<stored::ResourceSlices>(test_write(), h100s("c-s", "c", 8));
+  v.upsert<stored::DeviceTaintRules>(test_write(), DraTaintRule::of(rule_view("drain-c", "c", std::nullopt), kSchema));
+  v.upsert<stored::ResourceSlices>(test_write(), h100s("c-s", "c", 8));
   CHECK(test_support::gpus_on(v, "c") == 8);
-  v.replace_taint_rules(test_write(), {DraTaintRule::of(rule_view("drain-a3", "a", "gpu-3"), kSchema)});
+  v.replace<stored::DeviceTaintRules>(test_write(), {DraTaintRule::of(rule_view("drain-a3", "a", "gpu-3"), kSchema)});
   CHECK(test_support::gpus_on(v, "c") == 0);
   CHECK(test_support::gpus_on(v, "a") == 1);
-  v.replace_taint_rules(test_write(), {});
+  v.replace<stored::DeviceTaintRules>(test_write(), {});
   CHECK(test_support::gpus_on(v, "a") == 0);
 }
 
 TEST_CASE("DRA inventory: only a pool's newest generation counts") {
   ClusterView v;
-  v.upsert_node(test_write(), bare_node("r"));
-  v.upsert_slice(test_write(), h100s("r-gen1", "r", 8));
+  v.upsert<stored::Nodes>(test_write(), bare_node("r"));
+  v.upsert<stored::ResourceSlices>(test_write(), h100s("r-gen1", "r", 8));
   DraSlice newer = h100s("r-gen2", "r", 8);
   newer.generation = 2;
-  v.upsert_slice(test_write(), newer);  // republished: the old slice is still listed until the driver deletes it
+  v.upsert<stored::ResourceSlices>(test_write(), newer);  // republished: the old slice is still listed until the driver deletes it
   CHECK(gpu_count_of(v, "r") == 8);
   CHECK(test_support::gpus_on(v, "r") == 0);
   CHECK(v.dra_stats().gpus == 8);
@@ -279,13 +279,13 @@ TEST_CASE("DRA inventory: only a pool's newest generation counts") {
   DraSlice half = h100s("r-gen3-a", "r", 4);
   half.generation = 3;
   half.pool_slices = 2;
-  v.upsert_slice(test_write(), half);
+  v.upsert<stored::ResourceSlices>(test_write(), half);
   CHECK(gpu_count_of(v, "r") == 4);
   CHECK(test_support::gpus_on(v, "r") == 4);
   DraSlice other_half = h100s("r-gen3-b", "r", 4, 81559, 4);
   other_half.generation = 3;
   other_half.pool_slices = 2;
-  v.upsert_slice(test_write(), other_half);
+  v.upsert<stored::ResourceSlices>(test_write(), other_half);
   CHECK(gpu_count_of(v, "r") == 8);
   CHECK(test_support::gpus_on(v, "r") == 0);
 }

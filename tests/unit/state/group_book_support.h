@@ -35,7 +35,7 @@ struct Cluster {
         names.push_back(block_names[b] + "-" + std::to_string(i));
         NodeView n = test_support::gpu_node(names.back(), "A100", "81920", 8);
         n.topology[kLayer3] = block_names[b];
-        view->upsert_node(test_write(), n);
+        view->upsert<stored::Nodes>(test_write(), n);
         cached.push_back(CachedNode::copy_of(n));
       }
   }

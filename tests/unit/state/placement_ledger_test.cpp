@@ -68,7 +68,7 @@ TEST_CASE("placement ledger: a reader never sees a pod counted twice while the w
     const std::string uid = "p" + std::to_string(i);
     f.reserve(uid, "n1", 2);
     f.watch(watched_pod(uid, "n1", 2));
-    f.ledger.observe_deleted(uid);
+    f.ledger.observe_pod_deleted(uid);
   }
   done = true;
   reader.join();
@@ -109,7 +109,7 @@ TEST_CASE("placement ledger: a relist keeps unconfirmed assumptions and ends the
   f.ledger.observe_relist(list);
   CHECK(gpus_on(*f.view, "n1") == 4);  // listed 3 + assumed 1; "old" is gone
   CHECK(f.ledger.stats().assumed == 1);
-  f.ledger.observe_deleted("new");
+  f.ledger.observe_pod_deleted("new");
   CHECK(gpus_on(*f.view, "n1") == 3);
 }
 
@@ -149,7 +149,7 @@ TEST_CASE("placement ledger: the smallest shared GPU memory a pending pod asks")
 
 TEST_CASE("placement ledger: a verb waiting for the binds before it sees the pod counted when it goes on") {
   Fixture f;
-  f.view->upsert_node(test_write(), test_support::gpu_node("n1", "A100", "40960", 8));
+  f.view->upsert<stored::Nodes>(test_write(), test_support::gpu_node("n1", "A100", "40960", 8));
   f.ledger.expect_bind("a", 5s);
   CHECK(f.ledger.wait_for_binds_before("a") < 1s);  // its own bind: nothing to wait for
   std::atomic<int64_t> seen{-1};
@@ -182,7 +182,7 @@ TEST_CASE("placement ledger: a bind that never comes stops being waited for, and
 
 TEST_CASE("placement ledger: a shared GPU's pick sees what the picks before it reserved") {
   Fixture f;
-  f.view->upsert_node(test_write(), test_support::gpu_node("n1", "A100", "40960", 8));
+  f.view->upsert<stored::Nodes>(test_write(), test_support::gpu_node("n1", "A100", "40960", 8));
   std::vector<int64_t> seen;
   auto pick = [&](const std::shared_ptr<const CachedNode>& node, const std::optional<ResourceAmounts>& used)
       -> std::optional<ResourceAmounts> {

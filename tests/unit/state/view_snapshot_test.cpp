@@ -21,7 +21,7 @@ void add_bare_nodes(ClusterView& view, std::initializer_list<const char*> names)
   NodeView node;
   for (const char* name : names) {
     node.name = name;
-    view.upsert_node(test_write(), node);
+    view.upsert<stored::Nodes>(test_write(), node);
   }
 }
 
@@ -49,7 +49,7 @@ TEST_CASE("names lookup: slots stay with their nodes, and a memo is refreshed on
   CHECK(memo.used(n1).get(ViewSchema::kGpuResource) == 2000);
   CHECK(memo.version(n2) == n2_version);
 
-  view.delete_node(test_write(), "n1");  // its pod keeps the entry: no node object, so not a node to judge
+  view.erase<stored::Nodes>(test_write(), "n1");  // its pod keeps the entry: no node object, so not a node to judge
   memo.update_and_find(view, names, slots);
   CHECK(slots[1] == ViewSnapshot::kNoSlot);
   view.count_in_flight(test_write(), "n1", two, false);  // now the entry goes, and its slot is free for the next node
@@ -111,7 +111,7 @@ TEST_CASE("names lookup: a list seen lately is taken by its bytes while the view
   memo.update_and_find(view, std::vector<std::string_view>{"n2", "n1"}, again, json);
   CHECK(again == first);
   // A node goes and another takes its slot: the bytes are the same, the names are looked up again.
-  view.delete_node(test_write(), "n1");
+  view.erase<stored::Nodes>(test_write(), "n1");
   add_bare_nodes(view, {"n3"});
   memo.update_and_find(view, std::vector<std::string_view>{"n1", "n2"}, again, json);
   CHECK(again[0] == ViewSnapshot::kNoSlot);
@@ -124,7 +124,7 @@ TEST_CASE("snapshot: full mode finds a deleted node's usage while its pods remai
   ResourceAmounts two;
   two.set(ViewSchema::kGpuResource, 2000);
   view.count_in_flight(test_write(), "n1", two, true);
-  view.delete_node(test_write(), "n1");
+  view.erase<stored::Nodes>(test_write(), "n1");
   ViewSnapshot snapshot;
   const std::vector<std::string_view> names{"n1"};
   std::vector<uint32_t> slots;

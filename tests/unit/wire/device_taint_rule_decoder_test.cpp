@@ -10,6 +10,8 @@
 using namespace gpu_extender;
 
 namespace {
+
+const ViewSchema kNoSchema;  // what these kinds decode reads no schema
 std::string rule_json(const std::string& name, const std::string& selector) {
   return R"({"apiVersion":"resource.k8s.io/v1","kind":"DeviceTaintRule","metadata":{"name":")" + name +
          R"(","uid":"0b8f2c1e-5d7a-4f6e-9c3b-2a1d0e9f8c7b","resourceVersion":"812","generation":1,)"
@@ -29,7 +31,7 @@ TEST_CASE("device taint rules: a list, with and without selector fields") {
       "," + rule_json("drain-all", R"("deviceSelector":{},)") + "," + rule_json("none", "") + "]}";
   std::vector<DeviceTaintRuleView> rules;
   std::vector<std::string> names;
-  const ListMeta meta = decoder.decode_device_taint_rule_list(body, [&](const DeviceTaintRuleView& r) {
+  const ListMeta meta = decoder.decode_list<DeviceTaintRuleView>(body, kNoSchema, [&](const DeviceTaintRuleView& r) {
     rules.push_back(r);
     names.emplace_back(r.name);
   });
@@ -49,15 +51,15 @@ TEST_CASE("device taint rules: a list, with and without selector fields") {
 TEST_CASE("device taint rules: a watch event, and bad input named by its field") {
   WireDecoder decoder;
   DeviceTaintRuleView rule;
-  const WatchEventHeader h = decoder.decode_device_taint_rule_event(
-      R"({"type":"DELETED","object":)" + rule_json("drain-gpu-3", R"("deviceSelector":{"pool":null},)") + "}", rule);
+  const WatchEventHeader h = decoder.decode_event<DeviceTaintRuleView>(
+      R"({"type":"DELETED","object":)" + rule_json("drain-gpu-3", R"("deviceSelector":{"pool":null},)") + "}", kNoSchema, rule);
   CHECK(h.type == "DELETED");
   CHECK(h.resource_version == "812");
   CHECK(rule.name == "drain-gpu-3");
   CHECK_FALSE(rule.pool);
   auto error_of = [&](const std::string& selector) {
     try {
-      decoder.decode_device_taint_rule_event(R"({"type":"ADDED","object":)" + rule_json("r", selector) + "}", rule);
+      decoder.decode_event<DeviceTaintRuleView>(R"({"type":"ADDED","object":)" + rule_json("r", selector) + "}", kNoSchema, rule);
     } catch (const DecodeError& e) {
       return std::string(e.what());
     }
@@ -65,6 +67,6 @@ TEST_CASE("device taint rules: a watch event, and bad input named by its field")
   };
   CHECK(error_of(R"("deviceSelector":{"device":7},)").find("object.spec.deviceSelector.device") != std::string::npos);
   CHECK(error_of(R"("deviceSelector":[],)").find("object.spec.deviceSelector") != std::string::npos);
-  CHECK(decoder.decode_device_taint_rule_event(R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"9"}}})",
+  CHECK(decoder.decode_event<DeviceTaintRuleView>(R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"9"}}})", kNoSchema,
                                                rule).resource_version == "9");
 }

@@ -10,7 +10,7 @@ TEST_CASE("watch events: types, objects, bookmarks, errors") {
   const ViewSchema schema = test_support::default_policy()->schema();
   WireDecoder decoder;
   PodRequest pod;
-  auto h = decoder.decode_pod_event(
+  auto h = decoder.decode_event<PodRequest>(
       R"({"type":"MODIFIED","object":{"metadata":{"name":"p","uid":"u1","resourceVersion":"42"},"spec":{"nodeName":"n1","containers":[{"resources":{"limits":{"nvidia.com/gpu":"2"}}}]},"status":{"phase":"Running"}}})",
       schema, pod);
   CHECK(h.type == "MODIFIED");
@@ -19,11 +19,11 @@ TEST_CASE("watch events: types, objects, bookmarks, errors") {
   CHECK(pod.node_name == "n1");
   CHECK(pod.gpus_milli() == 2000);
 
-  h = decoder.decode_pod_event(R"({"type":"BOOKMARK","object":{"kind":"Pod","metadata":{"resourceVersion":"77"}}})", schema, pod);
+  h = decoder.decode_event<PodRequest>(R"({"type":"BOOKMARK","object":{"kind":"Pod","metadata":{"resourceVersion":"77"}}})", schema, pod);
   CHECK(h.type == "BOOKMARK");
   CHECK(h.resource_version == "77");
 
-  h = decoder.decode_pod_event(
+  h = decoder.decode_event<PodRequest>(
       R"J({"type":"ERROR","object":{"kind":"Status","status":"Failure","message":"too old resource version: 1 (5)","reason":"Expired","code":410}})J",
       schema, pod);
   CHECK(h.type == "ERROR");
@@ -31,20 +31,20 @@ TEST_CASE("watch events: types, objects, bookmarks, errors") {
   CHECK(h.error_message == "too old resource version: 1 (5)");
 
   NodeView node;
-  h = decoder.decode_node_event(R"({"object":{"metadata":{"name":"n9","labels":{"gpu.nvidia.com/model":"H100"}}},"type":"ADDED"})",
+  h = decoder.decode_event<NodeView>(R"({"object":{"metadata":{"name":"n9","labels":{"gpu.nvidia.com/model":"H100"}}},"type":"ADDED"})",
                                 schema, node);
   CHECK(h.type == "ADDED");
   CHECK(node.name == "n9");
   CHECK(node.gpu_model == std::optional<std::string_view>("H100"));
-  CHECK_THROWS_WITH(decoder.decode_pod_event(R"({"object":{}})", schema, pod), "type: missing");
-  CHECK_THROWS(decoder.decode_pod_event("{not json", schema, pod));
+  CHECK_THROWS_WITH(decoder.decode_event<PodRequest>(R"({"object":{}})", schema, pod), "type: missing");
+  CHECK_THROWS(decoder.decode_event<PodRequest>("{not json", schema, pod));
 }
 
 TEST_CASE("lists: items and the continue token of a page") {
   const ViewSchema schema = test_support::default_policy()->schema();
   WireDecoder decoder;
   std::vector<std::string> names;
-  const ListMeta meta = decoder.decode_node_list(
+  const ListMeta meta = decoder.decode_list<NodeView>(
       R"({"kind":"NodeList","metadata":{"resourceVersion":"9","continue":"abc"},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]})",
       schema, [&](const NodeView& n) { names.emplace_back(n.name); });
   CHECK(names == std::vector<std::string>{"a", "b"});

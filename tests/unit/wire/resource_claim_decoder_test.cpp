@@ -11,6 +11,8 @@
 using namespace gpu_extender;
 
 namespace {
+
+const ViewSchema kNoSchema;  // what these kinds decode reads no schema
 // A claim made from a template for pod "worker-0" and allocated on node `node` (two GPUs, one shared).
 std::string claim_json(const std::string& node) {
   return R"({"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"worker-0-gpus-x2v9q",)"
@@ -43,8 +45,8 @@ TEST_CASE("resource claims: an allocated claim's devices, node and pods are read
   std::vector<std::string> seen;
   const std::string unallocated =
       R"({"metadata":{"name":"pending","namespace":"train","uid":"c-2"},"spec":{"devices":{"requests":[]}},"status":{}})";
-  const ListMeta meta = decoder.decode_resource_claim_list(
-      R"({"kind":"ResourceClaimList","metadata":{"resourceVersion":"91"},"items":[)" + claim_json("dra-3") + "," + unallocated + "]}",
+  const ListMeta meta = decoder.decode_list<ResourceClaimView>(
+      R"({"kind":"ResourceClaimList","metadata":{"resourceVersion":"91"},"items":[)" + claim_json("dra-3") + "," + unallocated + "]}", kNoSchema,
       [&](const ResourceClaimView& c) { seen.push_back(describe(c)); });
   CHECK(meta.resource_version == "91");
   REQUIRE(seen.size() == 2);
@@ -62,7 +64,7 @@ TEST_CASE("resource claims: the scheduler's claim for a DRA extended resource is
       R"("status":{"allocation":{"devices":{"results":[{"request":"container-0-request-0","driver":"gpu.nvidia.com",)"
       R"("pool":"n1","device":"gpu-7"}]},"nodeSelector":{"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.name",)"
       R"("operator":"In","values":["n1"]}]}]}}}})";
-  const WatchEventHeader h = decoder.decode_resource_claim_event(R"({"type":"ADDED","object":)" + object + "}", claim);
+  const WatchEventHeader h = decoder.decode_event<ResourceClaimView>(R"({"type":"ADDED","object":)" + object + "}", kNoSchema, claim);
   CHECK(h.type == "ADDED");
   CHECK(describe(claim) == "train/job-0-extended-resources-abcde uid c-3 on n1: gpu.nvidia.com/n1/gpu-7 for p-9 (extended resource)");
 }
@@ -70,10 +72,10 @@ TEST_CASE("resource claims: the scheduler's claim for a DRA extended resource is
 TEST_CASE("resource claims: devices reachable from several nodes name no node") {
   WireDecoder decoder;
   ResourceClaimView claim;
-  decoder.decode_resource_claim_event(
+  decoder.decode_event<ResourceClaimView>(
       R"({"type":"MODIFIED","object":{"metadata":{"name":"net","namespace":"a"},"status":{"allocation":{"devices":{"results":)"
       R"([{"request":"r","driver":"gpu.nvidia.com","pool":"fabric","device":"d0"}]},"nodeSelector":{"nodeSelectorTerms":)"
-      R"([{"matchExpressions":[{"key":"rack","operator":"In","values":["r1"]}]}]}}}}})",
+      R"([{"matchExpressions":[{"key":"rack","operator":"In","values":["r1"]}]}]}}}}})", kNoSchema,
       claim);
   CHECK(claim.node.empty());
   CHECK(claim.results.size() == 1);
@@ -84,7 +86,7 @@ TEST_CASE("resource claims: a malformed claim is refused with the path of its fi
   ResourceClaimView claim;
   auto field_of = [&](const std::string& object) {
     try {
-      decoder.decode_resource_claim_event(R"({"type":"ADDED","object":)" + object + "}", claim);
+      decoder.decode_event<ResourceClaimView>(R"({"type":"ADDED","object":)" + object + "}", kNoSchema, claim);
     } catch (const DecodeError& e) {
       return e.field();
     }
@@ -102,22 +104,22 @@ TEST_CASE("resource claims: a malformed claim is refused with the path of its fi
 TEST_CASE("resource claims: a claim's and a template's device requests, and a pod's claims") {
   WireDecoder decoder;
   std::vector<std::string> seen;
-  decoder.decode_resource_claim_list(R"({"metadata":{},"items":[)" + claim_json("dra-3") + "]}",
+  decoder.decode_list<ResourceClaimView>(R"({"metadata":{},"items":[)" + claim_json("dra-3") + "]}", kNoSchema,
                                      [&](const ResourceClaimView& c) {
                                        for (const DraRequestView& r : c.requests)
                                          seen.push_back(std::string(r.device_class) + " x" + std::to_string(r.count));
                                      });
   CHECK(seen == std::vector<std::string>{"gpu.nvidia.com x2"});
 
-  ResourceClaimView t;
-  decoder.decode_resource_claim_template_event(
+  ResourceClaimTemplateView t;
+  decoder.decode_event<ResourceClaimTemplateView>(
       R"({"type":"ADDED","object":{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaimTemplate","metadata":)"
       R"({"name":"two-h100","namespace":"train"},"spec":{"metadata":{"labels":{"a":"b"}},"spec":{"devices":{"requests":[)"
       R"({"name":"gpus","exactly":{"deviceClassName":"gpu.nvidia.com","count":2}},)"
       R"({"name":"all","exactly":{"deviceClassName":"gpu.nvidia.com","allocationMode":"All"}},)"
       R"({"name":"nic","exactly":{"deviceClassName":"nic.example.com"}},)"
       R"({"name":"either","firstAvailable":[{"name":"a","deviceClassName":"gpu.nvidia.com"}]},)"
-      R"({"name":"slice","exactly":{"deviceClassName":"gpu.nvidia.com","capacity":{"requests":{"memory":"20Gi"}}}}]}}}}})",
+      R"({"name":"slice","exactly":{"deviceClassName":"gpu.nvidia.com","capacity":{"requests":{"memory":"20Gi"}}}}]}}}}})", kNoSchema,
       t);
   CHECK(t.ns == "train");
   CHECK(t.name == "two-h100");
@@ -128,9 +130,9 @@ TEST_CASE("resource claims: a claim's and a template's device requests, and a po
   CHECK(t.requests[3].alternatives);
   CHECK((t.requests[4].share && !t.requests[0].share));  // a share of a device's capacity (KEP-5075)
   try {
-    decoder.decode_resource_claim_template_event(
+    decoder.decode_event<ResourceClaimTemplateView>(
         R"({"type":"ADDED","object":{"metadata":{"name":"bad","namespace":"train"},"spec":{"spec":{"devices":{"requests":[)"
-        R"({"name":"slice","exactly":{"deviceClassName":"gpu.nvidia.com","capacity":{"requests":{"memory":20}}}}]}}}}})",
+        R"({"name":"slice","exactly":{"deviceClassName":"gpu.nvidia.com","capacity":{"requests":{"memory":20}}}}]}}}}})", kNoSchema,
         t);
     FAIL("a capacity request that is no quantity was read");
   } catch (const DecodeError& e) {
@@ -152,14 +154,14 @@ TEST_CASE("resource claims: adminAccess results and requests, and a request's de
   WireDecoder decoder;
   ResourceClaimView claim;
   // A monitoring claim (DCGM-style) over every GPU of node n1, with admin access, tolerating every taint.
-  decoder.decode_resource_claim_event(
+  decoder.decode_event<ResourceClaimView>(
       R"({"type":"ADDED","object":{"metadata":{"name":"dcgm","namespace":"monitoring","uid":"c-9"},"spec":{"devices":)"
       R"({"requests":[{"name":"all","exactly":{"deviceClassName":"gpu.nvidia.com","allocationMode":"All","adminAccess":true,)"
       R"("tolerations":[{"operator":"Exists"},{"key":"gpu.nvidia.com/xid","operator":"Equal","value":"79","effect":"NoExecute",)"
       R"("tolerationSeconds":300}]}}]}},"status":{"allocation":{"devices":{"results":[{"request":"all","driver":"gpu.nvidia.com",)"
       R"("pool":"n1","device":"gpu-0","adminAccess":true},{"request":"all","driver":"gpu.nvidia.com","pool":"n1","device":"gpu-1",)"
       R"("adminAccess":null}]},"nodeSelector":{"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.name","operator":"In",)"
-      R"("values":["n1"]}]}]}}}}})",
+      R"("values":["n1"]}]}]}}}}})", kNoSchema,
       claim);
   REQUIRE(claim.results.size() == 2);
   CHECK(claim.results[0].admin_access);
@@ -170,9 +172,9 @@ TEST_CASE("resource claims: adminAccess results and requests, and a request's de
         std::vector<DeviceToleration>{{"", "Exists", "", ""}, {"gpu.nvidia.com/xid", "Equal", "79", "NoExecute"}});
   auto field_of = [&](const std::string& exactly) {
     try {
-      decoder.decode_resource_claim_event(
+      decoder.decode_event<ResourceClaimView>(
           R"({"type":"ADDED","object":{"metadata":{"name":"c","namespace":"a"},"spec":{"devices":{"requests":[{"name":"r",)"
-          R"("exactly":)" + exactly + "}]}}}}",
+          R"("exactly":)" + exactly + "}]}}}}", kNoSchema,
           claim);
     } catch (const DecodeError& e) {
       return e.field();

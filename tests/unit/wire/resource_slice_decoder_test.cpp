@@ -41,7 +41,7 @@ TEST_CASE("resource slices: a list of NVIDIA GPU slices is read device by device
   const std::string body = R"({"kind":"ResourceSliceList","metadata":{"resourceVersion":"42"},"items":[)" +
                            slice_json("dra-0", 2) + "," + slice_json("dra-1", 1, "lots") + "]}";
   std::vector<std::string> seen;
-  const ListMeta meta = decoder.decode_resource_slice_list(body, schema, [&](const ResourceSliceView& s) {
+  const ListMeta meta = decoder.decode_list<ResourceSliceView>(body, schema, [&](const ResourceSliceView& s) {
     std::string line = std::string(s.name) + " " + std::string(s.node_name) + " " + std::string(s.driver) + " " +
                        std::string(s.pool) + ":";
     for (const DraDeviceView& d : s.devices)
@@ -64,21 +64,21 @@ TEST_CASE("resource slices: a watch event, and what is not a slice is refused wi
   WireDecoder decoder;
   const ViewSchema schema;
   ResourceSliceView slice;
-  const WatchEventHeader h = decoder.decode_resource_slice_event(R"({"type":"MODIFIED","object":)" + slice_json("n", 1) + "}",
+  const WatchEventHeader h = decoder.decode_event<ResourceSliceView>(R"({"type":"MODIFIED","object":)" + slice_json("n", 1) + "}",
                                                                  schema, slice);
   CHECK(h.type == "MODIFIED");
   CHECK(slice.node_name == "n");
   CHECK(slice.devices.size() == 2);
   // A slice of no single node (network devices) has a null or no nodeName.
-  decoder.decode_resource_slice_event(
+  decoder.decode_event<ResourceSliceView>(
       R"({"type":"ADDED","object":{"metadata":{"name":"net"},"spec":{"driver":"x","nodeName":null,"allNodes":true,"devices":[]}}})",
       schema, slice);
   CHECK(slice.node_name.empty());
   CHECK(slice.devices.empty());
-  CHECK_THROWS_WITH(decoder.decode_resource_slice_event(R"({"type":"ADDED","object":{"metadata":{"name":"s"},"spec":{"devices":[{"attributes":{}}]}}})",
+  CHECK_THROWS_WITH(decoder.decode_event<ResourceSliceView>(R"({"type":"ADDED","object":{"metadata":{"name":"s"},"spec":{"devices":[{"attributes":{}}]}}})",
                                                         schema, slice),
                     Catch::Contains("object.spec.devices[0].name: missing"));
-  CHECK_THROWS_WITH(decoder.decode_resource_slice_list(R"({"items":[{"spec":{}}]})", schema, [](const ResourceSliceView&) {}),
+  CHECK_THROWS_WITH(decoder.decode_list<ResourceSliceView>(R"({"items":[{"spec":{}}]})", schema, [](const ResourceSliceView&) {}),
                     Catch::Contains("items[0].metadata.name: missing"));
 }
 
@@ -86,7 +86,7 @@ TEST_CASE("resource slices: what ties devices to a GPU, taints, and the pool's g
   WireDecoder decoder;
   const ViewSchema schema;
   ResourceSliceView slice;
-  decoder.decode_resource_slice_event(R"({"type":"ADDED","object":)" + slice_json("n", 1) + "}", schema, slice);
+  decoder.decode_event<ResourceSliceView>(R"({"type":"ADDED","object":)" + slice_json("n", 1) + "}", schema, slice);
   REQUIRE(slice.devices.size() == 2);
   CHECK(slice.pool_generation == 1);
   CHECK(slice.pool_slice_count == 1);
@@ -102,7 +102,7 @@ TEST_CASE("resource slices: what ties devices to a GPU, taints, and the pool's g
       R"({"name":"gpu-0","attributes":{"type":{"string":"gpu"}},"consumesCounters":[{"counterSet":"gpu-0-counter-set",)"
       R"("counters":{"memory":{"value":"81559Mi"},"multiprocessors":{"value":"132"}}}],)"
       R"("taints":[{"key":"gpu.nvidia.com/xid","value":"79","effect":"NoSchedule","timeAdded":"2026-12-05T10:00:00Z"}]}]}}})";
-  decoder.decode_resource_slice_event(republished, schema, slice);
+  decoder.decode_event<ResourceSliceView>(republished, schema, slice);
   CHECK(slice.pool_generation == 4);
   CHECK(slice.pool_slice_count == 2);
   REQUIRE(slice.devices.size() == 1);
@@ -112,7 +112,7 @@ TEST_CASE("resource slices: what ties devices to a GPU, taints, and the pool's g
   // Each of them, malformed, is refused with its field.
   auto field_of = [&](const std::string& spec) {
     try {
-      decoder.decode_resource_slice_event(
+      decoder.decode_event<ResourceSliceView>(
           R"({"type":"ADDED","object":{"metadata":{"name":"s"},"spec":{"driver":"gpu.nvidia.com",)" + spec + "}}}", schema, slice);
     } catch (const DecodeError& e) {
       return e.field();

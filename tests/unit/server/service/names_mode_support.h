@@ -21,8 +21,8 @@ inline std::shared_ptr<gpu_extender::ClusterView> two_node_cluster(const gpu_ext
                               R"(","labels":{"gpu.nvidia.com/model":"A100","gpu.nvidia.com/count":")" +
                               std::to_string(gpus) + R"("}},"status":{"allocatable":{"nvidia.com/gpu":")" +
                               std::to_string(gpus) + R"("}}}})";
-    decoder.decode_node_event(event, schema, node);
-    view->upsert_node(gpu_extender::test_write(), node);
+    decoder.decode_event<gpu_extender::NodeView>(event, schema, node);
+    view->upsert<gpu_extender::stored::Nodes>(gpu_extender::test_write(), node);
   }
   view->mark_nodes_synced(gpu_extender::test_write());
   view->mark_pods_synced(gpu_extender::test_write());

@@ -93,8 +93,8 @@ TEST_CASE("score memo: names mode scores as full mode does, whether a pod's scor
           {"metadata",
            {{"name", name}, {"labels", {{"gpu.nvidia.com/model", "A100"}, {"gpu.nvidia.com/count", gpus}}}}},
           {"status", {{"allocatable", {{"nvidia.com/gpu", gpus}, {"custom.resource/aaa", aaa}}}}}};
-      decoder.decode_node_event(nlohmann::json{{"type", "ADDED"}, {"object", object}}.dump(), policy->schema(), node);
-      view->upsert_node(test_write(), node);
+      decoder.decode_event<NodeView>(nlohmann::json{{"type", "ADDED"}, {"object", object}}.dump(), policy->schema(), node);
+      view->upsert<stored::Nodes>(test_write(), node);
       items.push_back(object);
       names.push_back(name);
     }
@@ -176,8 +176,8 @@ TEST_CASE("score memo: a node whose live GPU utilisation changed is scored again
     const std::string event = std::string(R"({"type":"ADDED","object":{"metadata":{"name":")") + name +
                               R"(","labels":{"gpu.nvidia.com/model":"A100","gpu.nvidia.com/count":"4"}},)" +
                               R"("status":{"allocatable":{"nvidia.com/gpu":"4"}}}})";
-    decoder.decode_node_event(event, policy->schema(), node);  // the node's views point into `event`
-    view->upsert_node(test_write(), node);
+    decoder.decode_event<NodeView>(event, policy->schema(), node);  // the node's views point into `event`
+    view->upsert<stored::Nodes>(test_write(), node);
   }
   view->mark_nodes_synced(test_write());
   view->mark_pods_synced(test_write());

@@ -1,0 +1,49 @@
+#pragma once
+// The kinds of object the cluster view stores as the watch reports them, and nothing in flight waits
+// for: one tag each, naming what an event gives the view (Object) and what a list keeps of one (Listed).
+// The view's writers (ClusterView::upsert, erase, replace) and the ledger's (PlacementLedger::observe,
+// observe_deleted, observe_list) are templates over these tags, so a new kind is a tag here, its store
+// in the view (the three specializations), its decoder (wire.h) and its traits entry
+// (kube/watched_kinds.cpp), and nothing in between.
+//
+// Pods are not one of them: their events also confirm what the ledger holds in flight, so the ledger
+// applies them itself (PlacementLedger::observe_pod).
+#include <memory>
+
+#include "gpu_extender/common/node_view.h"
+#include "gpu_extender/state/dra_inventory.h"
+
+namespace gpu_extender {
+
+class CachedNode;  // node_source.h
+
+namespace stored {
+
+// A full list also marks the nodes synced (ClusterView::ready).
+struct Nodes {
+  using Object = NodeView;
+  using Listed = std::shared_ptr<const CachedNode>;
+};
+// Keyed by name.
+struct ResourceSlices {
+  using Object = DraSlice;
+  using Listed = DraSlice;
+};
+// Keyed "namespace/name".
+struct ResourceClaims {
+  using Object = DraClaim;
+  using Listed = DraClaim;
+};
+// Keyed "namespace/name"; what the claims made from them ask (DraClaim::of a template).
+struct ResourceClaimTemplates {
+  using Object = DraClaim;
+  using Listed = DraClaim;
+};
+// Keyed by name.
+struct DeviceTaintRules {
+  using Object = DraTaintRule;
+  using Listed = DraTaintRule;
+};
+
+}  // namespace stored
+}  // namespace gpu_extender
