@@ -59,8 +59,7 @@ int main(int argc, char** argv) {
     const std::string size = std::to_string(c.members);
     pod.group.size = size;
     (std::string(c.constraint) == "required" ? pod.group.required_topology : pod.group.preferred_topology) = c.level;
-    std::string error;
-    const GroupSpec spec = *group_spec_of(pod, policy->schema(), error);
+    const GroupSpec spec = *group_spec_of(pod, policy->schema());
     GroupPlanRequest r;
     r.policy = policy.get();
     r.spec = &spec;

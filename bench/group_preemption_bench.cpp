@@ -69,9 +69,8 @@ int main(int argc, char** argv) {
     const std::string size = std::to_string(c.members);
     pod.group.size = size;
     pod.group.required_topology = c.level;
-    std::string error;
-    const auto spec = group_spec_of(pod, policy->schema(), error);
-    if (!spec || !error.empty()) return 1;
+    const auto spec = group_spec_of(pod, policy->schema());
+    if (!spec || !spec->invalid_reason.empty()) return 1;
     GroupPreemptionRequest r;
     r.policy = policy.get();
     r.spec = &*spec;

@@ -194,16 +194,10 @@ std::string format_milli(int64_t milli) {
 
 namespace gpu_extender {
 
-std::optional<int64_t> parse_mebibytes(std::string_view text, std::string* error) {
+Result<int64_t> parse_mebibytes(std::string_view text) {
   QuantityParse q = parse_quantity(text);
-  if (!q.milli) {
-    if (error) *error = q.error;
-    return std::nullopt;
-  }
-  if (*q.milli < 0) {
-    if (error) *error = "negative memory \"" + std::string(text) + "\"";
-    return std::nullopt;
-  }
+  if (!q.milli) return Status::failed(std::move(q.error));
+  if (*q.milli < 0) return Status::failed("negative memory \"" + std::string(text) + "\"");
   const bool plain_number = !text.empty() && text.back() >= '0' && text.back() <= '9';
   if (plain_number) return milli_to_units_ceil(*q.milli);
   constexpr int64_t kMiB = int64_t{1024} * 1024;

@@ -126,18 +126,18 @@ std::string ApiClient::token(bool reread) const {
   return cached_token_;
 }
 
-std::unique_ptr<ApiConnection> ApiClient::connect(std::string& error) const {
+Result<std::unique_ptr<ApiConnection>> ApiClient::connect() const {
   std::shared_ptr<ssl_ctx_st> tls;
   {
     std::lock_guard<std::mutex> lock(pool_mutex_);
     (void)current_ca_pem();  // a new CA: a new context
     tls = tls_context_;
   }
-  return ApiConnection::open(host_, port_, tls.get(), kConnectTimeout, error);
+  return ApiConnection::open(host_, port_, tls.get(), kConnectTimeout);
 }
 
-std::unique_ptr<ApiConnection> ApiClient::acquire(std::chrono::milliseconds wait, uint64_t& ca_generation, bool fresh,
-                                                  bool& reused, std::string& error) const {
+Result<std::unique_ptr<ApiConnection>> ApiClient::acquire(std::chrono::milliseconds wait, uint64_t& ca_generation,
+                                                          bool fresh, bool& reused) const {
   std::unique_ptr<ApiConnection> connection;
   {
     std::unique_lock<std::mutex> lock(pool_mutex_);
@@ -155,11 +155,10 @@ std::unique_ptr<ApiConnection> ApiClient::acquire(std::chrono::milliseconds wait
     ca_generation = ca_generation_;
   }
   reused = connection != nullptr;
-  if (!connection) {
-    connection = connect(error);
-    if (!connection) release(nullptr, ca_generation);
-  }
-  return connection;
+  if (connection) return connection;
+  Result<std::unique_ptr<ApiConnection>> made = connect();
+  if (!made.ok()) release(nullptr, ca_generation);
+  return made;
 }
 
 void ApiClient::release(std::unique_ptr<ApiConnection> connection, uint64_t ca_generation) const {
@@ -183,10 +182,17 @@ bool ApiClient::exchange(ApiConnection& connection, const Exchange& request, con
                                    request.body.size(), request.keep_alive);
   bytes.append(request.body);
   connection.set_read_timeout(request.timeout);
-  if (!connection.send(bytes, out.error)) return false;
+  if (const Status sent = connection.send(bytes); !sent.ok()) {
+    out.error = sent.why();
+    return false;
+  }
   AnswerReader& reader = connection.reader();
-  AnswerHead head;
-  if (!reader.read_head(head, out.error)) return false;
+  const Result<AnswerHead> read_head = reader.read_head();
+  if (!read_head.ok()) {
+    out.error = read_head.why();
+    return false;
+  }
+  const AnswerHead& head = *read_head;
   const bool streamed = request.on_data != nullptr && head.status >= 200 && head.status < 300;
   // An empty piece first: the stream is open (a quiet watch sends nothing more until an event).
   if (streamed && !(*request.on_data)(std::string_view())) return false;
@@ -194,9 +200,10 @@ bool ApiClient::exchange(ApiConnection& connection, const Exchange& request, con
     out.body.append(data);
     return true;
   };
-  const bool whole = streamed ? reader.read_body(head, UINT64_MAX, *request.on_data, out.error)
-                              : reader.read_body(head, kMaxAnswerBytes, keep, out.error);
-  if (!whole && !out.error.empty()) {
+  const Result<AnswerReader::BodyEnd> body = streamed ? reader.read_body(head, UINT64_MAX, *request.on_data)
+                                                      : reader.read_body(head, kMaxAnswerBytes, keep);
+  if (!body.ok()) {
+    out.error = body.why();
     // A stream that broke mid-way keeps its status (the watch resumes from where it was); any other
     // answer cut short is no answer.
     if (streamed) out.status = head.status;
@@ -204,7 +211,7 @@ bool ApiClient::exchange(ApiConnection& connection, const Exchange& request, con
     return false;
   }
   out.status = head.status;  // a whole answer, or a stream its reader ended
-  reusable = whole && request.keep_alive && !head.server_closes && reader.buffered() == 0;
+  reusable = *body == AnswerReader::BodyEnd::kWhole && request.keep_alive && !head.server_closes && reader.buffered() == 0;
   return true;
 }
 
@@ -213,8 +220,18 @@ ApiResponse ApiClient::pooled(const Exchange& request) const {
   uint64_t ca_generation = 0;
   bool reused = false, reusable = false;
   std::string token = this->token();
-  auto connection = acquire(request.timeout, ca_generation, false, reused, out.error);
-  if (!connection) return out;
+  std::unique_ptr<ApiConnection> connection;
+  // A connection from the pool (or, `fresh`, a new one) into `connection`; false with out.error.
+  const auto take_connection = [&](bool fresh) {
+    Result<std::unique_ptr<ApiConnection>> got = acquire(request.timeout, ca_generation, fresh, reused);
+    if (!got.ok()) {
+      out.error = got.why();
+      return false;
+    }
+    connection = std::move(got).value();
+    return true;
+  };
+  if (!take_connection(false)) return out;
   bool answered = exchange(*connection, request, token, out, reusable);
   if (!answered && reused) {
     // A kept-alive connection the server closed while it sat idle (its keep-alive timeout can fire
@@ -222,8 +239,7 @@ ApiResponse ApiClient::pooled(const Exchange& request) const {
     // call here is safe to repeat: reads, merge patches, and writes the API server refuses twice
     // (a second Binding is a 409 the binder reads, a Lease update is conditional).
     release(nullptr, ca_generation);
-    connection = acquire(request.timeout, ca_generation, true, reused, out.error);
-    if (!connection) return out;
+    if (!take_connection(true)) return out;
     answered = exchange(*connection, request, token, out, reusable);
   }
   if (answered && out.status == 401 && !endpoint_.token_file.empty()) {
@@ -232,8 +248,7 @@ ApiResponse ApiClient::pooled(const Exchange& request) const {
     if (const std::string fresh = this->token(true); fresh != token && !fresh.empty()) {
       if (!reusable) {
         release(nullptr, ca_generation);
-        connection = acquire(request.timeout, ca_generation, true, reused, out.error);
-        if (!connection) return out;
+        if (!take_connection(true)) return out;
       }
       answered = exchange(*connection, request, fresh, out, reusable);
     }
@@ -264,8 +279,12 @@ ApiResponse ApiClient::watch(const std::string& path, const std::function<bool(s
                              std::chrono::milliseconds idle_timeout, std::chrono::milliseconds batch,
                              const std::function<void()>& on_open) const {
   ApiResponse out;
-  auto connection = connect(out.error);
-  if (!connection) return out;
+  Result<std::unique_ptr<ApiConnection>> made = connect();
+  if (!made.ok()) {
+    out.error = made.why();
+    return out;
+  }
+  std::unique_ptr<ApiConnection> connection = std::move(made).value();
   {
     // Checked and registered under the lock cancel() takes: a watch starting while the process stops
     // either sees the cancellation here or is in the list cancel() interrupts, never neither (it would

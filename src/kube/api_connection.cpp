@@ -54,19 +54,17 @@ bool is_ip_literal(const std::string& host) {
   return inet_pton(AF_INET, host.c_str(), &address) == 1 || inet_pton(AF_INET6, host.c_str(), &address) == 1;
 }
 
-// A TCP connection to host:port within `timeout`, made blocking, or -1 with `error`.
-int connect_tcp(const std::string& host, int port, std::chrono::milliseconds timeout, std::string& error) {
+// A TCP connection to host:port within `timeout`, made blocking: its socket.
+Result<int> connect_tcp(const std::string& host, int port, std::chrono::milliseconds timeout) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
   const std::string service = std::to_string(port);
-  if (const int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0) {
-    error = "cannot resolve " + host + ": " + gai_strerror(rc);
-    return -1;
-  }
+  if (const int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0)
+    return Status::failed("cannot resolve " + host + ": " + gai_strerror(rc));
   int fd = -1;
-  error = "no address for " + host;
+  std::string error = "no address for " + host;  // or why the last address failed
   for (const addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
     fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
     if (fd < 0) continue;
@@ -86,14 +84,13 @@ int connect_tcp(const std::string& host, int port, std::chrono::milliseconds tim
     }
   }
   freeaddrinfo(found);
-  if (fd < 0) return -1;
+  if (fd < 0) return Status::failed(std::move(error));
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   // A request leaves in one send and must leave at once: with Nagle on, a send that follows an
   // unacknowledged one waits for the server's delayed ACK (40 ms). Go's side sets TCP_NODELAY too.
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   set_socket_timeout(fd, SO_SNDTIMEO, kSendTimeout);
-  error.clear();
   return fd;
 }
 
@@ -123,16 +120,16 @@ SslContextHandle make_api_tls_context(const std::string& ca_pem, bool verify, co
   return ctx;
 }
 
-std::unique_ptr<ApiConnection> ApiConnection::open(const std::string& host, int port, SSL_CTX* tls,
-                                                   std::chrono::milliseconds connect_timeout, std::string& error) {
-  const int fd = connect_tcp(host, port, connect_timeout, error);
-  if (fd < 0) return nullptr;
+Result<std::unique_ptr<ApiConnection>> ApiConnection::open(const std::string& host, int port, SSL_CTX* tls,
+                                                           std::chrono::milliseconds connect_timeout) {
+  const Result<int> socket = connect_tcp(host, port, connect_timeout);
+  if (!socket.ok()) return socket.status();
+  const int fd = *socket;
   if (tls == nullptr) return std::unique_ptr<ApiConnection>(new ApiConnection(fd, nullptr));
   SslHandle ssl(SSL_new(tls));
   if (!ssl || SSL_set_fd(ssl.get(), fd) != 1) {
-    error = "cannot start TLS: " + tls_errors("out of memory");
     ::close(fd);
-    return nullptr;
+    return Status::failed("cannot start TLS: " + tls_errors("out of memory"));
   }
   const bool address = is_ip_literal(host);
   if (SSL_CTX_get_verify_mode(tls) != SSL_VERIFY_NONE) {
@@ -141,9 +138,8 @@ std::unique_ptr<ApiConnection> ApiConnection::open(const std::string& host, int 
     const bool ok = address ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl.get()), host.c_str()) == 1
                             : SSL_set1_host(ssl.get(), host.c_str()) == 1;
     if (!ok) {
-      error = "cannot verify TLS for host " + host;
       ::close(fd);
-      return nullptr;
+      return Status::failed("cannot verify TLS for host " + host);
     }
   }
   if (!address) SSL_set_tlsext_host_name(ssl.get(), host.c_str());  // SNI names hosts, not addresses
@@ -151,11 +147,12 @@ std::unique_ptr<ApiConnection> ApiConnection::open(const std::string& host, int 
   ERR_clear_error();
   if (SSL_connect(ssl.get()) != 1) {
     const long verified = SSL_get_verify_result(ssl.get());
-    error = "TLS handshake with " + host + ":" + std::to_string(port) + " failed: " +
-            (verified != X509_V_OK ? std::string("certificate verification: ") + X509_verify_cert_error_string(verified)
-                                   : tls_errors(errno != 0 ? std::strerror(errno) : "the server closed the connection"));
+    std::string why = "TLS handshake with " + host + ":" + std::to_string(port) + " failed: " +
+                      (verified != X509_V_OK
+                           ? std::string("certificate verification: ") + X509_verify_cert_error_string(verified)
+                           : tls_errors(errno != 0 ? std::strerror(errno) : "the server closed the connection"));
     ::close(fd);
-    return nullptr;
+    return Status::failed(std::move(why));
   }
   auto connection = std::unique_ptr<ApiConnection>(new ApiConnection(fd, std::move(ssl)));
   connection->read_timeout_ = connect_timeout;
@@ -183,7 +180,7 @@ void ApiConnection::set_read_timeout(std::chrono::milliseconds timeout) {
   read_timeout_ = timeout;
 }
 
-bool ApiConnection::send(std::string_view bytes, std::string& error) {
+Status ApiConnection::send(std::string_view bytes) {
   size_t sent = 0;
   while (sent < bytes.size()) {
     const size_t chunk = std::min<size_t>(bytes.size() - sent, size_t{1} << 30);
@@ -194,61 +191,55 @@ bool ApiConnection::send(std::string_view bytes, std::string& error) {
       if (n <= 0) {
         // A failed write leaves the TLS session unusable: no close_notify on it.
         SSL_set_shutdown(ssl_.get(), SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
-        error = errno == EAGAIN || errno == EWOULDBLOCK ? "sending the request timed out"
-                                                         : "sending the request failed: " + tls_errors(std::strerror(errno));
-        return false;
+        return Status::failed(errno == EAGAIN || errno == EWOULDBLOCK
+                                  ? "sending the request timed out"
+                                  : "sending the request failed: " + tls_errors(std::strerror(errno)));
       }
     } else {
       do {
         n = ::send(fd_, bytes.data() + sent, chunk, MSG_NOSIGNAL);
       } while (n < 0 && errno == EINTR);
-      if (n <= 0) {
-        error = errno == EAGAIN || errno == EWOULDBLOCK ? "sending the request timed out"
-                                                         : std::string("sending the request failed: ") + std::strerror(errno);
-        return false;
-      }
+      if (n <= 0)
+        return Status::failed(errno == EAGAIN || errno == EWOULDBLOCK
+                                  ? "sending the request timed out"
+                                  : std::string("sending the request failed: ") + std::strerror(errno));
     }
     sent += static_cast<size_t>(n);
   }
-  return true;
+  return Status::done();
 }
 
-ssize_t ApiConnection::read_some(char* out, size_t size, std::string& error) {
+Result<size_t> ApiConnection::read_some(char* out, size_t size) {
   const auto timed_out = [&] {
-    error = "no answer within " + std::to_string(read_timeout_.count()) + " ms";
-    return -1;
+    return Status::failed("no answer within " + std::to_string(read_timeout_.count()) + " ms");
   };
   if (!ssl_) {
     ssize_t n = -1;
     do {
       n = ::recv(fd_, out, size, 0);
     } while (n < 0 && errno == EINTR);
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return timed_out();
-      error = std::string("reading the answer failed: ") + std::strerror(errno);
-    }
-    return n;
+    if (n >= 0) return static_cast<size_t>(n);
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return timed_out();
+    return Status::failed(std::string("reading the answer failed: ") + std::strerror(errno));
   }
   // A TLS read can end without data (a session ticket ahead of the data, an interrupted read): read
   // again, a bounded number of times.
   for (int attempt = 0; attempt < 100; ++attempt) {
     errno = 0;
     const int n = SSL_read(ssl_.get(), out, static_cast<int>(std::min<size_t>(size, INT32_MAX)));
-    if (n > 0) return n;
+    if (n > 0) return static_cast<size_t>(n);
     const int code = SSL_get_error(ssl_.get(), n);
-    if (code == SSL_ERROR_ZERO_RETURN) return 0;  // close_notify
+    if (code == SSL_ERROR_ZERO_RETURN) return size_t{0};  // close_notify
     if (code == SSL_ERROR_WANT_READ && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       SSL_set_shutdown(ssl_.get(), SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
       return timed_out();
     }
     if (code == SSL_ERROR_WANT_READ || (code == SSL_ERROR_SYSCALL && errno == EINTR)) continue;
     SSL_set_shutdown(ssl_.get(), SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
-    if (code == SSL_ERROR_SYSCALL && errno == 0) return 0;  // closed without close_notify
-    error = "reading the answer failed: " + tls_errors(errno != 0 ? std::strerror(errno) : "TLS error");
-    return -1;
+    if (code == SSL_ERROR_SYSCALL && errno == 0) return size_t{0};  // closed without close_notify
+    return Status::failed("reading the answer failed: " + tls_errors(errno != 0 ? std::strerror(errno) : "TLS error"));
   }
-  error = "reading the answer failed: no data after repeated TLS reads";
-  return -1;
+  return Status::failed("reading the answer failed: no data after repeated TLS reads");
 }
 
 bool ApiConnection::still_open() {

@@ -28,17 +28,17 @@ SslContextHandle make_api_tls_context(const std::string& ca_pem, bool verify, co
 
 class ApiConnection final : public ByteSource {
  public:
-  // A connection to host:port, TLS with `tls` when it is not null; null with `error` set when it cannot be
+  // A connection to host:port, TLS with `tls` when it is not null; fails, saying why, when it cannot be
   // made within `connect_timeout` (the TCP connect and the TLS handshake each).
-  static std::unique_ptr<ApiConnection> open(const std::string& host, int port, SSL_CTX* tls,
-                                             std::chrono::milliseconds connect_timeout, std::string& error);
+  static Result<std::unique_ptr<ApiConnection>> open(const std::string& host, int port, SSL_CTX* tls,
+                                                     std::chrono::milliseconds connect_timeout);
   ~ApiConnection() override;
   ApiConnection(const ApiConnection&) = delete;
   ApiConnection& operator=(const ApiConnection&) = delete;
 
-  // Sends all of `bytes` (one TLS record up to 16 KiB); false with `error` on failure or timeout.
-  bool send(std::string_view bytes, std::string& error);
-  ssize_t read_some(char* out, size_t size, std::string& error) override;
+  // Sends all of `bytes` (one TLS record up to 16 KiB); fails on an error or a timeout.
+  Status send(std::string_view bytes);
+  Result<size_t> read_some(char* out, size_t size) override;
   AnswerReader& reader() { return reader_; }
 
   // Each read waits at most this long (a setsockopt only when it changes); sends wait at most 10 s.

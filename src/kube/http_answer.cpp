@@ -71,7 +71,7 @@ std::string request_head(std::string_view method, std::string_view target, std::
   return head;
 }
 
-bool AnswerReader::fill(std::string& error, bool end_is_error) {
+Result<bool> AnswerReader::fill(bool end_is_error) {
   if (begin_ == end_) {
     begin_ = end_ = 0;
   } else if (begin_ > 0) {
@@ -79,82 +79,73 @@ bool AnswerReader::fill(std::string& error, bool end_is_error) {
     end_ -= begin_;
     begin_ = 0;
   }
-  if (end_ == buffer_.size()) {
-    error = "an answer line longer than " + std::to_string(buffer_.size()) + " bytes";
-    return false;
-  }
-  const ssize_t n = source_.read_some(buffer_.data() + end_, buffer_.size() - end_, error);
-  if (n > 0) {
-    end_ += static_cast<size_t>(n);
+  if (end_ == buffer_.size()) return Status::failed("an answer line longer than " + std::to_string(buffer_.size()) + " bytes");
+  const Result<size_t> n = source_.read_some(buffer_.data() + end_, buffer_.size() - end_);
+  if (!n.ok()) return n.status();
+  if (*n > 0) {
+    end_ += *n;
     return true;
   }
-  if (n == 0 && end_is_error) error = "the API server closed the connection mid-answer";
+  if (end_is_error) return Status::failed("the API server closed the connection mid-answer");
   return false;
 }
 
-bool AnswerReader::next_line(std::string_view& line, size_t limit, std::string& error) {
+Result<std::string_view> AnswerReader::next_line(size_t limit) {
   size_t searched = begin_;
   for (;;) {
     const char* start = buffer_.data() + begin_;
     const void* lf = std::memchr(buffer_.data() + searched, '\n', end_ - searched);
     if (lf != nullptr) {
       const size_t length = static_cast<size_t>(static_cast<const char*>(lf) - start);
-      line = std::string_view(start, length);
+      std::string_view line(start, length);
       begin_ += length + 1;
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      return true;
+      return line;
     }
-    if (end_ - begin_ > limit) {
-      error = "an answer line longer than " + std::to_string(limit) + " bytes";
-      return false;
-    }
+    if (end_ - begin_ > limit) return Status::failed("an answer line longer than " + std::to_string(limit) + " bytes");
     const size_t had = end_ - begin_;
-    if (!fill(error)) return false;
+    if (const Result<bool> filled = fill(); !filled.ok()) return filled.status();
     searched = begin_ + had;  // fill() moved the unfinished line to the front
   }
 }
 
-bool AnswerReader::read_head(AnswerHead& head, std::string& error) {
+Result<AnswerHead> AnswerReader::read_head() {
   for (;;) {
-    head = AnswerHead{};
+    AnswerHead head;
     size_t head_bytes = 0;
-    std::string_view line;
-    if (begin_ == end_ && !fill(error, false)) {
-      if (error.empty()) error = "the API server closed the connection before answering";
-      return false;
+    if (begin_ == end_) {
+      const Result<bool> filled = fill(false);
+      if (!filled.ok()) return filled.status();
+      if (!*filled) return Status::failed("the API server closed the connection before answering");
     }
-    if (!next_line(line, kMaxHeadBytes, error)) return false;
+    Result<std::string_view> status_line = next_line(kMaxHeadBytes);
+    if (!status_line.ok()) return status_line.status();
+    std::string_view line = *status_line;
     head_bytes += line.size() + 2;
     // "HTTP/1.1 201 Created": the version, a space, three digits, then a space and a reason or nothing.
     const bool http10 = line.substr(0, 9) == "HTTP/1.0 ";
     if ((line.substr(0, 9) != "HTTP/1.1 " && !http10) || line.size() < 12 || (line.size() > 12 && line[12] != ' ') ||
-        !std::all_of(line.begin() + 9, line.begin() + 12, [](char c) { return c >= '0' && c <= '9'; })) {
-      error = "not an HTTP/1.1 answer: \"" + std::string(line.substr(0, 40)) + "\"";
-      return false;
-    }
+        !std::all_of(line.begin() + 9, line.begin() + 12, [](char c) { return c >= '0' && c <= '9'; }))
+      return Status::failed("not an HTTP/1.1 answer: \"" + std::string(line.substr(0, 40)) + "\"");
     head.status = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
     head.server_closes = http10;
     bool chunked = false, has_length = false;
     for (;;) {
-      if (!next_line(line, kMaxHeadBytes, error)) return false;
+      const Result<std::string_view> header = next_line(kMaxHeadBytes);
+      if (!header.ok()) return header.status();
+      line = *header;
       head_bytes += line.size() + 2;
-      if (head_bytes > kMaxHeadBytes) {
-        error = "an answer head longer than " + std::to_string(kMaxHeadBytes) + " bytes";
-        return false;
-      }
+      if (head_bytes > kMaxHeadBytes)
+        return Status::failed("an answer head longer than " + std::to_string(kMaxHeadBytes) + " bytes");
       if (line.empty()) break;
       const size_t colon = line.find(':');
-      if (colon == std::string_view::npos || colon == 0) {
-        error = "a malformed answer header: \"" + std::string(line.substr(0, 40)) + "\"";
-        return false;
-      }
+      if (colon == std::string_view::npos || colon == 0)
+        return Status::failed("a malformed answer header: \"" + std::string(line.substr(0, 40)) + "\"");
       const std::string_view name = line.substr(0, colon), value = trim_blanks(line.substr(colon + 1));
       if (equals_ignore_case(name, "content-length")) {
         const std::optional<uint64_t> length = parse_content_length(value);
-        if (!length || (has_length && *length != head.length)) {
-          error = "a malformed Content-Length in the answer: \"" + std::string(value.substr(0, 40)) + "\"";
-          return false;
-        }
+        if (!length || (has_length && *length != head.length))
+          return Status::failed("a malformed Content-Length in the answer: \"" + std::string(value.substr(0, 40)) + "\"");
         head.length = *length;
         has_length = true;
       } else if (equals_ignore_case(name, "transfer-encoding")) {
@@ -172,80 +163,71 @@ bool AnswerReader::read_head(AnswerHead& head, std::string& error) {
       head.framing = AnswerHead::Framing::kUntilClose;
       head.server_closes = true;
     }
-    return true;
+    return head;
   }
 }
 
-bool AnswerReader::pass_body(uint64_t wanted, uint64_t max_bytes, uint64_t& delivered,
-                             const std::function<bool(std::string_view)>& on_data, std::string& error) {
+Result<AnswerReader::BodyEnd> AnswerReader::pass_body(uint64_t wanted, uint64_t max_bytes, uint64_t& delivered,
+                                                      const std::function<bool(std::string_view)>& on_data) {
   while (wanted > 0) {
-    if (begin_ == end_ && !fill(error)) return false;
+    if (begin_ == end_)
+      if (const Result<bool> filled = fill(); !filled.ok()) return filled.status();
     const size_t piece = static_cast<size_t>(std::min<uint64_t>(wanted, end_ - begin_));
-    if (delivered + piece > max_bytes) {
-      error = "an answer body larger than " + std::to_string(max_bytes) + " bytes";
-      return false;
-    }
+    if (delivered + piece > max_bytes)
+      return Status::failed("an answer body larger than " + std::to_string(max_bytes) + " bytes");
     const std::string_view data(buffer_.data() + begin_, piece);
     begin_ += piece;
     wanted -= piece;
     delivered += piece;
-    if (!on_data(data)) return false;  // stopped by the caller: error stays empty
+    if (!on_data(data)) return BodyEnd::kStopped;
   }
-  return true;
+  return BodyEnd::kWhole;
 }
 
-bool AnswerReader::read_body(const AnswerHead& head, uint64_t max_bytes,
-                             const std::function<bool(std::string_view)>& on_data, std::string& error) {
+Result<AnswerReader::BodyEnd> AnswerReader::read_body(const AnswerHead& head, uint64_t max_bytes,
+                                                      const std::function<bool(std::string_view)>& on_data) {
   uint64_t delivered = 0;
   switch (head.framing) {
     case AnswerHead::Framing::kNone:
-      return true;
+      return BodyEnd::kWhole;
     case AnswerHead::Framing::kLength:
-      if (head.length > max_bytes) {
-        error = "an answer body larger than " + std::to_string(max_bytes) + " bytes";
-        return false;
-      }
-      return pass_body(head.length, max_bytes, delivered, on_data, error);
+      if (head.length > max_bytes)
+        return Status::failed("an answer body larger than " + std::to_string(max_bytes) + " bytes");
+      return pass_body(head.length, max_bytes, delivered, on_data);
     case AnswerHead::Framing::kUntilClose:
       for (;;) {
         if (begin_ == end_) {
-          std::string why;
-          if (!fill(why, false)) {
-            if (!why.empty()) error = why;
-            return why.empty();  // the end of the connection is the end of the body
-          }
+          const Result<bool> filled = fill(false);
+          if (!filled.ok()) return filled.status();
+          if (!*filled) return BodyEnd::kWhole;  // the end of the connection is the end of the body
         }
-        if (!pass_body(end_ - begin_, max_bytes, delivered, on_data, error)) return false;
+        Result<BodyEnd> passed = pass_body(end_ - begin_, max_bytes, delivered, on_data);
+        if (!passed.ok() || *passed == BodyEnd::kStopped) return passed;
       }
     case AnswerHead::Framing::kChunked:
       for (;;) {
-        std::string_view line;
-        if (!next_line(line, 1024, error)) return false;
+        const Result<std::string_view> size_line = next_line(1024);
+        if (!size_line.ok()) return size_line.status();
         uint64_t size = 0;
-        if (!parse_chunk_size(line, size)) {
-          error = "a malformed chunk size in the answer: \"" + std::string(line.substr(0, 40)) + "\"";
-          return false;
-        }
+        if (!parse_chunk_size(*size_line, size))
+          return Status::failed("a malformed chunk size in the answer: \"" + std::string(size_line->substr(0, 40)) + "\"");
         if (size == 0) break;
-        if (!pass_body(size, max_bytes, delivered, on_data, error)) return false;
-        if (!next_line(line, 2, error)) return false;  // the CRLF after the chunk's data
-        if (!line.empty()) {
-          error = "a chunk longer than its size in the answer";
-          return false;
-        }
+        Result<BodyEnd> passed = pass_body(size, max_bytes, delivered, on_data);
+        if (!passed.ok() || *passed == BodyEnd::kStopped) return passed;
+        const Result<std::string_view> end = next_line(2);  // the CRLF after the chunk's data
+        if (!end.ok()) return end.status();
+        if (!end->empty()) return Status::failed("a chunk longer than its size in the answer");
       }
       for (size_t trailer_bytes = 0;;) {  // trailers, then the empty line that ends the answer
-        std::string_view line;
-        if (!next_line(line, kMaxHeadBytes, error)) return false;
-        trailer_bytes += line.size() + 2;
-        if (trailer_bytes > kMaxHeadBytes) {
-          error = "answer trailers longer than " + std::to_string(kMaxHeadBytes) + " bytes";
-          return false;
-        }
-        if (line.empty()) return true;
+        const Result<std::string_view> line = next_line(kMaxHeadBytes);
+        if (!line.ok()) return line.status();
+        trailer_bytes += line->size() + 2;
+        if (trailer_bytes > kMaxHeadBytes)
+          return Status::failed("answer trailers longer than " + std::to_string(kMaxHeadBytes) + " bytes");
+        if (line->empty()) return BodyEnd::kWhole;
       }
   }
-  return false;
+  return Status::failed("an answer of unknown framing");
 }
 
 }  // namespace gpu_extender::kube

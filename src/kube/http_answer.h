@@ -20,6 +20,8 @@
 #include <string_view>
 #include <sys/types.h>
 
+#include "gpu_extender/common/status.h"
+
 namespace gpu_extender::kube {
 
 // Where an answer's bytes come from: a connection (plain or TLS), or a test's script.
@@ -27,8 +29,8 @@ class ByteSource {
  public:
   virtual ~ByteSource() = default;
   // Up to `size` bytes into `out`, waiting for at least one: how many; 0 when the peer closed the
-  // connection; -1 on an error or a timeout (then `error` describes it).
-  virtual ssize_t read_some(char* out, size_t size, std::string& error) = 0;
+  // connection. Fails on an error or a timeout, saying which.
+  virtual Result<size_t> read_some(char* out, size_t size) = 0;
 };
 
 // The request line and headers, ready to be followed by `content_length` bytes of body.
@@ -52,16 +54,18 @@ class AnswerReader {
 
   explicit AnswerReader(ByteSource& source) : source_(source) {}
 
-  // The next answer's status line and headers (interim 1xx answers are skipped). false: `error` says
-  // why, and the connection is not usable any more.
-  bool read_head(AnswerHead& head, std::string& error);
+  // The next answer's status line and headers (interim 1xx answers are skipped). On failure the
+  // connection is not usable any more.
+  Result<AnswerHead> read_head();
 
+  // How a body's reading ended without failing: all of it was read, or on_data stopped it.
+  enum class BodyEnd { kWhole, kStopped };
   // The body of the answer `head` describes, to `on_data` piece by piece as it arrives (a piece may
-  // be empty). Stops early, returning false with `error` empty, when on_data returns false; false
-  // with `error` set when the connection failed, the framing is broken, or the body passes
-  // `max_bytes`. After an early stop or a failure the connection is not usable.
-  bool read_body(const AnswerHead& head, uint64_t max_bytes, const std::function<bool(std::string_view)>& on_data,
-                 std::string& error);
+  // be empty), until it ends or on_data returns false (kStopped). Fails when the connection failed,
+  // the framing is broken, or the body passes `max_bytes`. After a stop or a failure the connection
+  // is not usable.
+  Result<BodyEnd> read_body(const AnswerHead& head, uint64_t max_bytes,
+                            const std::function<bool(std::string_view)>& on_data);
 
   // Bytes read from the connection and not yet consumed: a server sends nothing past its answer
   // unasked, so this is 0 between answers on a sound connection.
@@ -70,13 +74,13 @@ class AnswerReader {
  private:
   // A line ending in CRLF (or a bare LF) at the front of the buffer, without its end; reads more
   // until there is one. `limit`: its longest acceptable length.
-  bool next_line(std::string_view& line, size_t limit, std::string& error);
-  // Reads more into the buffer (moving what is left of it to the front first); false at the end of
-  // the connection or on an error (`error` set).
-  bool fill(std::string& error, bool end_is_error = true);
+  Result<std::string_view> next_line(size_t limit);
+  // Reads more into the buffer (moving what is left of it to the front first). The end of the
+  // connection fails, unless `end_is_error` is false: then it is `false`, and bytes read are `true`.
+  Result<bool> fill(bool end_is_error = true);
   // Hands up to `wanted` bytes of body to on_data, reading as needed; `delivered` counts them.
-  bool pass_body(uint64_t wanted, uint64_t max_bytes, uint64_t& delivered,
-                 const std::function<bool(std::string_view)>& on_data, std::string& error);
+  Result<BodyEnd> pass_body(uint64_t wanted, uint64_t max_bytes, uint64_t& delivered,
+                            const std::function<bool(std::string_view)>& on_data);
 
   ByteSource& source_;
   std::array<char, kMaxHeadBytes> buffer_;  // not zeroed: only [begin_, end_) is ever read

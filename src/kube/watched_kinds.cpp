@@ -111,12 +111,12 @@ struct Nodes {
   using Stored = stored::Nodes;
   // A node label that makes no sense (a memory label "lots") is said once; what could be read counts.
   static void check(const Object& node, const WatchTarget& t) {
-    std::string error;
-    if (node.gpu_memory && !parse_mebibytes(*node.gpu_memory, &error)) {
-      t.not_understood("node " + std::string(node.name),
-                       "label " + t.schema.node_gpu_memory_labels[node.gpu_memory_label] + ": " + error);
-      return;
-    }
+    if (node.gpu_memory)
+      if (const Result<int64_t> mib = parse_mebibytes(*node.gpu_memory); !mib.ok()) {
+        t.not_understood("node " + std::string(node.name),
+                         "label " + t.schema.node_gpu_memory_labels[node.gpu_memory_label] + ": " + mib.why());
+        return;
+      }
     if (!node.gpu_count) return;
     if (const QuantityParse count = parse_quantity(*node.gpu_count); !count.milli)
       t.not_understood("node " + std::string(node.name),

@@ -34,7 +34,7 @@ Explanation explain(const Policy& policy, const PodRequest& pod, std::span<const
     fact("gpuMemory", node.gpu_memory, node.gpu_memory_label, schema.node_gpu_memory_labels);
     // What the memory rule compares: the reported figure judged as the size the GPU is sold with.
     if (node.gpu_memory)
-      if (const auto reported = parse_mebibytes(*node.gpu_memory))
+      if (const Result<int64_t> reported = parse_mebibytes(*node.gpu_memory); reported.ok())
         out.nodes.back().facts.push_back({"gpuMemoryJudged", std::to_string(judged_gpu_memory_mib(*reported)),
                                           "gpuMemory " + std::to_string(*reported) + " MiB as the size it is sold with"});
     fact("gpuCount", node.gpu_count, node.gpu_count_label, schema.node_gpu_count_labels);

@@ -7,12 +7,11 @@
 namespace gpu_extender {
 
 std::optional<GroupExplanation> explain_group(const Policy& policy, const PodRequest& pod, std::span<const NodeInput> nodes) {
-  std::string error;
-  const std::optional<GroupSpec> spec = group_spec_of(pod, policy.schema(), error);
+  const std::optional<GroupSpec> spec = group_spec_of(pod, policy.schema());
   if (!spec) return std::nullopt;
   GroupExplanation g;
-  g.error = error;
-  if (!error.empty()) {
+  g.error = spec->invalid_reason;
+  if (!g.error.empty()) {
     g.group = "group " + spec->key;
     return g;
   }

@@ -255,8 +255,7 @@ std::string describe_domain_path(const NodeView& node, const ViewSchema& schema)
   return out;
 }
 
-std::optional<GroupSpec> group_spec_of(const PodRequest& pod, const ViewSchema& schema, std::string& error) {
-  error.clear();
+std::optional<GroupSpec> group_spec_of(const PodRequest& pod, const ViewSchema& schema) {
   // A pod of Kubernetes' own pod groups (1.35+) is placed whole by the scheduler's gang scheduling, one
   // pod-group cycle per candidate placement: a plan of ours would be fixed by the first placement it
   // tries and held over the ones it rolls back. Its group annotations are left to that.
@@ -264,7 +263,7 @@ std::optional<GroupSpec> group_spec_of(const PodRequest& pod, const ViewSchema& 
   GroupSpec spec;
   spec.key = std::string(pod.ns) + "/" + std::string(*pod.group.name);
   if (!pod.group.size) {
-    error = "pod " + std::string(pod.ns) + "/" + std::string(pod.name) + " is in group " + spec.key +
+    spec.invalid_reason = "pod " + std::string(pod.ns) + "/" + std::string(pod.name) + " is in group " + spec.key +
             " but does not say how many pods the group has: annotation " + label_names(schema.pod_group_size_annotations);
     return spec;
   }
@@ -272,7 +271,7 @@ std::optional<GroupSpec> group_spec_of(const PodRequest& pod, const ViewSchema& 
   int64_t size = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), size);
   if (ec != std::errc() || end != text.data() + text.size() || size < 1 || size > kMaxGroupSize) {
-    error = "pod annotation " + std::string(pod.group.size_key) + ": expected a whole number 1.." +
+    spec.invalid_reason = "pod annotation " + std::string(pod.group.size_key) + ": expected a whole number 1.." +
             std::to_string(kMaxGroupSize) + ", not \"" + std::string(text) + "\"";
     return spec;
   }
@@ -282,7 +281,7 @@ std::optional<GroupSpec> group_spec_of(const PodRequest& pod, const ViewSchema& 
     if (!label) return false;
     const std::optional<size_t> level = level_named(schema, *label);
     if (!level) {
-      error = "pod annotation " + std::string(key) + ": \"" + std::string(*label) +
+      spec.invalid_reason = "pod annotation " + std::string(key) + ": \"" + std::string(*label) +
               "\" is not a topology level of the policy (topology.levels: " + label_names(schema.node_topology_labels) + ")";
       return true;
     }

@@ -155,9 +155,9 @@ void ClusterView::replace<stored::Nodes>(Write, std::vector<std::shared_ptr<cons
     entry.listed.reset();
     refresh_node(entry);
   }
-  for (const auto& node : nodes) {
+  for (auto& node : nodes) {
     NodeEntry& entry = entry_for(std::string(node->view().name))->second;
-    entry.listed = node;
+    entry.listed = std::move(node);
     refresh_node(entry);
   }
   for (auto it = nodes_.begin(); it != nodes_.end();) erase_if_unused(it++);

@@ -141,7 +141,10 @@ GroupBook::Admission GroupBook::planned_admission(const Group& group) const {
   return a;
 }
 
-bool GroupBook::plan(Group& group, const Policy& policy, const Candidates& candidates, std::string& reason_kind) {
+// The metrics' word for why a group waits: no domain of the required level has room, or no room at all.
+const char* GroupBook::waiting_kind(const GroupPlan& plan) { return plan.level_label.empty() ? "no_room" : "no_domain"; }
+
+bool GroupBook::plan(Group& group, const Policy& policy, const Candidates& candidates) {
   const auto started = Clock::now();
   // Where the members that passed are, so that the rest join them (required: only there).
   std::vector<std::string_view> passed_names;
@@ -160,7 +163,6 @@ bool GroupBook::plan(Group& group, const Policy& policy, const Candidates& candi
   stats_.last_planning_seconds = seconds_between(started, Clock::now());
   if (!group.plan.planned) {
     group.waiting = group.plan.reason;
-    reason_kind = group.plan.level_label.empty() ? "no_room" : "no_domain";
     return false;
   }
   group.waiting.clear();
@@ -177,13 +179,13 @@ bool GroupBook::plan(Group& group, const Policy& policy, const Candidates& candi
   return true;
 }
 
-GroupBook::Admission GroupBook::admit(const PodRequest& pod, const GroupSpec& spec, const std::string& spec_error,
+GroupBook::Admission GroupBook::admit(const PodRequest& pod, const GroupSpec& spec,
                                       const Policy& policy, const Candidates& candidates, const AnySent& any_sent) {
   Admission a;
-  if (!spec_error.empty()) {
+  if (!spec.invalid_reason.empty()) {
     ++stats_.waiting["invalid"];
     a.fit = Fit::kUnresolvable;
-    a.reason = spec_error;
+    a.reason = spec.invalid_reason;
     return a;
   }
   const auto now = Clock::now();
@@ -233,23 +235,21 @@ GroupBook::Admission GroupBook::admit(const PodRequest& pod, const GroupSpec& sp
                  group.spec.key, planned.open.front(), planned.open.size() > 1 ? ", ..." : "", pod.ns, pod.name,
                  group.spec.size - static_cast<int64_t>(group.members.size()));
     release_open(group);
-    std::string kind;
-    if (plan(group, policy, candidates, kind)) return planned_admission(group);
+    if (plan(group, policy, candidates)) return planned_admission(group);
     // No room beside the members that passed. While none of them is bound, the whole group can still
     // move: the members at the gate are sent back (their binds refused, their retries planned anew)
     // rather than the group waiting for good where it cannot complete.
     if (count(group, Member::Step::kAtGate) > 0 && count(group, Member::Step::kBinding) == 0) {
       send_back_from_gate(group);
-      if (plan(group, policy, candidates, kind)) return planned_admission(group);
+      if (plan(group, policy, candidates)) return planned_admission(group);
     }
-    ++stats_.waiting[kind];
+    ++stats_.waiting[waiting_kind(group.plan)];
     want_room(group, pod);
     a.reason = group.waiting;
     return a;
   }
-  std::string kind;
-  if (!plan(group, policy, candidates, kind)) {
-    ++stats_.waiting[kind];
+  if (!plan(group, policy, candidates)) {
+    ++stats_.waiting[waiting_kind(group.plan)];
     want_room(group, pod);
     a.reason = group.waiting;
     return a;  // refused, resolvable: capacity may come

@@ -74,11 +74,11 @@ void PlacementLedger::remember_pending(const PodRequest& pod) {
   pending_.emplace(std::string(pod.uid), Pending{PendingPod::of(pod), now});
 }
 
-GroupBook::Admission PlacementLedger::admit(const PodRequest& pod, const GroupSpec& spec, const std::string& spec_error,
+GroupBook::Admission PlacementLedger::admit(const PodRequest& pod, const GroupSpec& spec,
                                             const Policy& policy, const GroupBook::Candidates& candidates,
                                             const GroupBook::AnySent& any_sent) {
   std::lock_guard lock(mutex_);
-  return groups_.admit(pod, spec, spec_error, policy, candidates, any_sent);
+  return groups_.admit(pod, spec, policy, candidates, any_sent);
 }
 
 std::vector<GroupBook::RoomWanted> PlacementLedger::groups_wanting_room() {

@@ -75,11 +75,10 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out, std::o
       // A group member: the ledger's plan, made by the first member and held for the rest. On its open
       // nodes the slot held for this member is taken off before the policy judges them, as the
       // extender's /filter does; it goes to the best of them (its /prioritize ranks them first).
-      std::string group_error;
-      const std::optional<GroupSpec> spec = group_spec_of(pod, schema, group_error);
+      const std::optional<GroupSpec> spec = group_spec_of(pod, schema);
       GroupBook::Admission a;
       if (spec) {
-        a = ledger.admit(pod, *spec, group_error, *policy, [&] { return std::span<const NodeInput>(inputs); },
+        a = ledger.admit(pod, *spec, *policy, [&] { return std::span<const NodeInput>(inputs); },
                          [](std::span<const std::string>) { return true; });
         for (size_t i = 0; i < nodes.size(); ++i) {  // read again: the plan just made holds its room
           used[i] = view->used_on(nodes[i].name).value_or(ResourceAmounts{});

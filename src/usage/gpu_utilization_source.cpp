@@ -78,7 +78,7 @@ void GpuUtilizationSource::stop() {
   if (poller_.joinable()) poller_.join();
 }
 
-std::string GpuUtilizationSource::fetch(const std::string& query, std::string& error) const {
+Result<std::string> GpuUtilizationSource::fetch(const std::string& query) const {
   // url: scheme://host[:port][/prefix]; cpp-httplib's Client takes the first part, the prefix goes
   // before /api/v1/query (Prometheus behind a path, as with --web.route-prefix).
   const size_t scheme_end = options_.url.find("://");
@@ -87,10 +87,7 @@ std::string GpuUtilizationSource::fetch(const std::string& query, std::string& e
   std::string prefix = path_start == std::string::npos ? "" : options_.url.substr(path_start);
   while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
   httplib::Client client(origin);
-  if (!client.is_valid()) {
-    error = "--prometheus-url " + options_.url + " is not an http(s) URL";
-    return "";
-  }
+  if (!client.is_valid()) return Status::failed("--prometheus-url " + options_.url + " is not an http(s) URL");
   const auto timeout = std::chrono::duration_cast<std::chrono::seconds>(options_.timeout);
   client.set_connection_timeout(timeout);
   client.set_read_timeout(timeout);
@@ -98,32 +95,24 @@ std::string GpuUtilizationSource::fetch(const std::string& query, std::string& e
   if (!options_.ca_file.empty()) client.set_ca_cert_path(options_.ca_file.c_str());
   if (!options_.token_file.empty()) {
     std::optional<std::string> token = read_file_text(options_.token_file);
-    if (!token) {
-      error = "cannot read --prometheus-token-file " + options_.token_file;
-      return "";
-    }
+    if (!token) return Status::failed("cannot read --prometheus-token-file " + options_.token_file);
     while (!token->empty() && (token->back() == '\n' || token->back() == '\r')) token->pop_back();
     client.set_bearer_token_auth(*token);
   }
   auto res = client.Get(prefix + "/api/v1/query", httplib::Params{{"query", query}}, httplib::Headers{});
-  if (!res) {
-    error = "no answer from " + options_.url + " (" + httplib::to_string(res.error()) + ")";
-    return "";
-  }
-  if (res->status != 200 && res->status != 400 && res->status != 422) {
-    error = "HTTP " + std::to_string(res->status) + " from " + options_.url;
-    return "";
-  }
-  return res->body;  // 400 and 422 carry Prometheus' own error, which the parser reports
+  if (!res) return Status::failed("no answer from " + options_.url + " (" + httplib::to_string(res.error()) + ")");
+  if (res->status != 200 && res->status != 400 && res->status != 422)
+    return Status::failed("HTTP " + std::to_string(res->status) + " from " + options_.url);
+  return std::move(res->body);  // 400 and 422 carry Prometheus' own error, which the parser reports
 }
 
 bool GpuUtilizationSource::refresh() {
   const std::string query = query_();
-  std::string error;
-  const std::string body = fetch(query, error);
+  const Result<std::string> body = fetch(query);
+  std::string error = body.why();
   PrometheusVector vector;
-  if (error.empty()) {
-    vector = parse_prometheus_vector(body);
+  if (body.ok()) {
+    vector = parse_prometheus_vector(*body);
     error = vector.error;
   }
   if (!error.empty()) {

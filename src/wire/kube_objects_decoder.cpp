@@ -166,7 +166,9 @@ WatchEventHeader WireDecoder::decode_event(std::string_view line, const ViewSche
   return read_event(*impl_, line, [&](od::value v) { Decoding<Object>::decode(*impl_, v, schema, object); });
 }
 
-// The watched objects (wire.h): one line each.
+// The watched objects (wire.h): one line each. (A type in an explicit instantiation cannot be
+// parenthesized.)
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define GPU_EXTENDER_WATCHED_OBJECT(Object)                                                                \
   template ListMeta WireDecoder::decode_list<Object>(const std::string&, const ViewSchema&,               \
                                                      const std::function<void(const Object&)>&);         \
@@ -178,6 +180,7 @@ GPU_EXTENDER_WATCHED_OBJECT(ResourceClaimView)
 GPU_EXTENDER_WATCHED_OBJECT(ResourceClaimTemplateView)
 GPU_EXTENDER_WATCHED_OBJECT(DeviceTaintRuleView)
 #undef GPU_EXTENDER_WATCHED_OBJECT
+// NOLINTEND(bugprone-macro-parentheses)
 
 PodRequest WireDecoder::decode_pod_object(const std::string& body, const ViewSchema& schema) {
   od::document doc = take(impl_->iterate(body), "", "a JSON object");

@@ -155,10 +155,10 @@ void decode_pod_metadata(od::value metadata, const ViewSchema& schema, PodReques
       if (values[1]) {
         // Any user can write any annotation: a bad one makes this pod unschedulable with a reason
         // (Policy::filter), never the request, the pod list or the watch fail.
-        std::string error;
-        out.gpu_memory_mib = parse_mebibytes(*values[1], &error);
-        if (!out.gpu_memory_mib)
-          out.invalid_reason = "pod annotation " + schema.pod_gpu_memory_annotation + ": " + error;
+        if (const Result<int64_t> mib = parse_mebibytes(*values[1]); mib.ok())
+          out.gpu_memory_mib = *mib;
+        else
+          out.invalid_reason = "pod annotation " + schema.pod_gpu_memory_annotation + ": " + mib.why();
       }
       if (values[3]) {
         if (*values[3] == "spread") out.placement = Placement::kSpread;

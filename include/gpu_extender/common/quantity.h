@@ -18,6 +18,8 @@
 #include <string>
 #include <string_view>
 
+#include "gpu_extender/common/status.h"
+
 namespace gpu_extender {
 
 struct QuantityParse {
@@ -48,8 +50,8 @@ void append_milli(std::string& out, int64_t milli);
 namespace gpu_extender {
 
 // GPU memory as the labels and annotations give it: a plain number is MiB ("40960"); a quantity with a
-// suffix is bytes ("40Gi" = 40960 MiB). Rounded up to whole MiB. nullopt, with `error` set, when the
-// text is not a non-negative quantity.
-std::optional<int64_t> parse_mebibytes(std::string_view text, std::string* error = nullptr);
+// suffix is bytes ("40Gi" = 40960 MiB). Rounded up to whole MiB. Fails, saying why, when the text is
+// not a non-negative quantity.
+Result<int64_t> parse_mebibytes(std::string_view text);
 
 }  // namespace gpu_extender

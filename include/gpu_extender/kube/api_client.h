@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpu_extender/common/status.h"
 #include "gpu_extender/kube/kube_config.h"
 
 struct ssl_ctx_st;
@@ -78,12 +79,12 @@ class ApiClient {
   std::string token(bool reread = false) const;
 
  private:
-  // A new connection, TLS with the current context; null with `error` when it cannot be made.
-  std::unique_ptr<ApiConnection> connect(std::string& error) const;
+  // A new connection, TLS with the current context.
+  Result<std::unique_ptr<ApiConnection>> connect() const;
   // A kept-alive connection from the pool (not with `fresh`), or a new one; `reused`: it was pooled.
-  // Null with `error` when none can be made. `ca_generation`: the CA it was made under, for release().
-  std::unique_ptr<ApiConnection> acquire(std::chrono::milliseconds wait, uint64_t& ca_generation, bool fresh,
-                                         bool& reused, std::string& error) const;
+  // Fails when none can be made. `ca_generation`: the CA it was made under, for release().
+  Result<std::unique_ptr<ApiConnection>> acquire(std::chrono::milliseconds wait, uint64_t& ca_generation, bool fresh,
+                                                 bool& reused) const;
   // `connection` null: it was dropped (transport error, or the server closes it). A connection made
   // under a CA replaced meanwhile is dropped too.
   void release(std::unique_ptr<ApiConnection> connection, uint64_t ca_generation) const;

@@ -43,13 +43,17 @@ struct GroupSpec {
   std::string key;  // namespace/name
   int64_t size = 0;
   GroupConstraint constraint;
+  // Why the member's group annotations cannot be understood, naming the annotation ("" when they can):
+  // the member is refused on every node with it. Data, as PodRequest::invalid_reason is: the pod is
+  // still a member of `key`.
+  std::string invalid_reason;
 };
 
 // The group pod `pod` belongs to, or nullopt when it is in none (or in one of Kubernetes' own pod
 // groups, spec.schedulingGroup / spec.workloadRef: the scheduler places those whole itself). A pod whose group annotations cannot
-// be understood (no size, a size that is no positive number, a level the policy does not list) gets
-// `error` set, naming the annotation: it is refused on every node with that reason.
-std::optional<GroupSpec> group_spec_of(const PodRequest& pod, const ViewSchema& schema, std::string& error);
+// be understood (no size, a size that is no positive number, a level the policy does not list) gets a
+// spec with its key and invalid_reason.
+std::optional<GroupSpec> group_spec_of(const PodRequest& pod, const ViewSchema& schema);
 
 // A domain considered, with what it has for the group.
 struct DomainRoom {

@@ -110,10 +110,10 @@ class GroupBook {
   // nodes; the caller may answer true without looking and ask again with its answer when its own pass
   // over the request finds none of them (judge_group_member does: its verdict pass finds them anyway).
   using AnySent = std::function<bool(std::span<const std::string> nodes)>;
-  // A member of `spec` (or `spec_error` when its group annotations are not understood) at /filter or
+  // A member of `spec` (refused, when its group annotations are not understood: invalid_reason) at /filter or
   // /prioritize: its group's plan, made now if it has none or if the scheduler no longer sends any of
   // its open slots' nodes (`any_sent`).
-  Admission admit(const PodRequest& pod, const GroupSpec& spec, const std::string& spec_error, const Policy& policy,
+  Admission admit(const PodRequest& pod, const GroupSpec& spec, const Policy& policy,
                   const Candidates& candidates, const AnySent& any_sent);
 
   // /bind of member `pod` to `node`, in two steps. reserve(): it takes a slot there (or, elsewhere, the
@@ -249,8 +249,10 @@ class GroupBook {
   std::pair<Group*, Member*> member_of(const PendingPod& pod);
   // The plan moves whole: members waiting at the gate (none bound) give their places up.
   void send_back_from_gate(Group& group);
-  // A new plan for `group`'s members still to place, holding its room; false with the reason when none.
-  bool plan(Group& group, const Policy& policy, const Candidates& candidates, std::string& reason_kind);
+  // A new plan for `group`'s members still to place, holding its room; false when none (the reason in
+  // group.waiting and group.plan, whose waiting_kind the metrics count).
+  bool plan(Group& group, const Policy& policy, const Candidates& candidates);
+  static const char* waiting_kind(const GroupPlan& plan);
   Admission planned_admission(const Group& group) const;
 
   static constexpr std::chrono::seconds kRoomUnusedAfter{10};

@@ -82,8 +82,7 @@ class PlacementLedger {
   // Before judging pod `uid`: waits until no other pod's bind is expected. Returns how long it waited.
   std::chrono::nanoseconds wait_for_binds_before(std::string_view uid);
   // A group member's plan (GroupBook::admit).
-  GroupBook::Admission admit(const PodRequest& pod, const GroupSpec& spec, const std::string& spec_error,
-                             const Policy& policy, const GroupBook::Candidates& candidates,
+  GroupBook::Admission admit(const PodRequest& pod, const GroupSpec& spec, const Policy& policy, const GroupBook::Candidates& candidates,
                              const GroupBook::AnySent& any_sent);
 
   // --- group preemption (GroupBook's, under the ledger's lock) ---

@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpu_extender/common/status.h"
 #include "gpu_extender/usage/usage_source.h"  // StringHash
 
 namespace gpu_extender {
@@ -80,7 +81,7 @@ class GpuUtilizationSource {
     Clock::time_point seen;
   };
   using Snapshot = std::unordered_map<std::string, Sample, StringHash, std::equal_to<>>;
-  std::string fetch(const std::string& query, std::string& error) const;
+  Result<std::string> fetch(const std::string& query) const;
 
   Options options_;
   std::function<std::string()> query_;

@@ -51,9 +51,8 @@ class GpuMemoryPredicate final : public Predicate {
                           const char* per, std::span<const int64_t> sold_gib, std::string& reason) {
     if (!value)
       return refuse(reason, Fit::kUnresolvable, "node has no ", label, " label; pod requests ", wanted, " MiB ", per);
-    std::string error;
-    const std::optional<int64_t> have = parse_mebibytes(*value, &error);
-    if (!have) return refuse(reason, Fit::kUnresolvable, "node label ", label, " is not a memory size: ", error);
+    const Result<int64_t> have = parse_mebibytes(*value);
+    if (!have.ok()) return refuse(reason, Fit::kUnresolvable, "node label ", label, " is not a memory size: ", have.why());
     const int64_t judged = judged_gpu_memory_mib(*have, sold_gib);
     if (judged >= wanted) return Fit::kPass;
     if (judged == *have)

@@ -138,25 +138,24 @@ int filter(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
   scratch.verdict_of.resize(args.node_names.size());
   // With --view-catch-up-ms 0 there is no view to catch up with: the watch is never hurried either.
   const ClusterView* view = ctx.parts.view_catch_up.count() > 0 ? ctx.parts.cluster.get() : nullptr;
-  std::string group_error;
   const uint64_t seen = view ? view->change_count() : 0;  // what the judgements below are as of, at least
-  GroupJudgement group = judge_group_member(ctx, ws, args, group_error);
-  if (group == GroupJudgement::kJudged && view && ws.group.admission.victims_leaving) {
+  Result<GroupJudgement> group = judge_group_member(ctx, ws, args);
+  if (group.ok() && *group == GroupJudgement::kJudged && view && ws.group.admission.victims_leaving) {
     // The scheduler retries a member on the deletion of a pod evicted for its group, which this watch
     // may not have read yet: wait a little for it (see worth_catching_up). Bounded by kGroupCatchUp, not
     // a preemptor's second: a member refused while its victims still terminate stalls the scheduler's
     // serial cycle for that long on every retry.
     const auto wait = std::max<std::chrono::milliseconds>(ctx.parts.view_catch_up, kGroupCatchUp);
-    judge_while_catching_up(*view, seen, wait, true, [&] { group = judge_group_member(ctx, ws, args, group_error); },
+    judge_while_catching_up(*view, seen, wait, true, [&] { group = judge_group_member(ctx, ws, args); },
                             [&] { return !ws.group.admission.victims_leaving; });
   }
-  if (group == GroupJudgement::kNoClusterView) {
-    encode_filter_error(group_error, ws.answer);
-    summary.error = group_error;
+  if (!group.ok()) {
+    encode_filter_error(group.why(), ws.answer);
+    summary.error = group.why();
     summary.error_cause = AnswerError::kGroupNoClusterView;
     return 200;
   }
-  const bool member = group == GroupJudgement::kJudged;
+  const bool member = *group == GroupJudgement::kJudged;
   if (member) {
     scratch.verdict_of = ws.group.verdict_of;
   } else {

@@ -79,16 +79,14 @@ void judge_planned(Workspace& ws, const ExtenderArgs& args, size_t i, const Node
 
 }  // namespace
 
-GroupJudgement judge_group_member(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args, std::string& error) {
-  std::string spec_error;
-  const std::optional<GroupSpec> spec = group_spec_of(args.pod, ws.policy->schema(), spec_error);
+Result<GroupJudgement> judge_group_member(const VerbContext& ctx, Workspace& ws, const ExtenderArgs& args) {
+  const std::optional<GroupSpec> spec = group_spec_of(args.pod, ws.policy->schema());
   if (!spec) return GroupJudgement::kNotMember;
-  if (!ctx.parts.cluster || !ctx.parts.ledger) {
-    error = "pod " + pod_label(args.pod) + " is in group " + spec->key +
-            ": placing a group whole needs the extender's cluster view (Kubernetes API access: in a pod, or "
-            "--kubeconfig) to see every node's usage and hold the group's room; this extender has none";
-    return GroupJudgement::kNoClusterView;
-  }
+  if (!ctx.parts.cluster || !ctx.parts.ledger)
+    return Status::failed("pod " + pod_label(args.pod) + " is in group " + spec->key +
+                          ": placing a group whole needs the extender's cluster view (Kubernetes API access: in a "
+                          "pod, or --kubeconfig) to see every node's usage and hold the group's room; this "
+                          "extender has none");
   take_snapshot(ctx, ws, args);
   GroupScratch& g = ws.group;
   // Whether the scheduler sent any of the plan's open nodes: the verdict pass below finds out anyway, so
@@ -99,7 +97,7 @@ GroupJudgement judge_group_member(const VerbContext& ctx, Workspace& ws, const E
     return std::any_of(args.node_names.begin(), args.node_names.end(),
                        [&](std::string_view name) { return std::binary_search(open.begin(), open.end(), name); });
   };
-  g.admission = ctx.parts.ledger->admit(args.pod, *spec, spec_error, *ws.policy, candidates,
+  g.admission = ctx.parts.ledger->admit(args.pod, *spec, *ws.policy, candidates,
                                         [](std::span<const std::string>) { return true; });
   const size_t count = args.node_names.size();
   using Kind = GroupBook::Admission::Kind;
@@ -128,7 +126,7 @@ GroupJudgement judge_group_member(const VerbContext& ctx, Workspace& ws, const E
       g.encoded[i] = {v.fit, json};
     }
     if (found > 0 || pass > 0) break;
-    g.admission = ctx.parts.ledger->admit(args.pod, *spec, spec_error, *ws.policy, candidates, sent);
+    g.admission = ctx.parts.ledger->admit(args.pod, *spec, *ws.policy, candidates, sent);
   }
   if (args.full_mode) {  // the encoder takes a verdict per node
     g.verdicts.clear();

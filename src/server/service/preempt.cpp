@@ -65,8 +65,7 @@ int preempt(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
   add_claimed_gpus(ctx, args.pod);  // judged as /filter judges it
   summary.pod = pod_label(args.pod);
   summary.nodes_in = args.candidates.size();
-  std::string group_error;
-  if (group_spec_of(args.pod, ws.policy->schema(), group_error)) {
+  if (group_spec_of(args.pod, ws.policy->schema())) {
     summary.detail = "a member of group " + PendingPod::group_key_of(args.pod) + ": the extender preempts for its group as a whole (docs/pod-groups.md)";
     encode_preemption_result(args, std::vector<bool>(args.candidates.size(), false), ws.answer);
     return 200;

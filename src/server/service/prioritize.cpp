@@ -77,10 +77,9 @@ int prioritize(const VerbContext& ctx, Workspace& ws, VerbSummary& summary) {
   // (this matters to an extender registered with prioritizeVerb alone, which is sent nodes its filter
   // would refuse).
   PrioritizeScratch& scratch = ws.prioritize;
-  std::string group_error;
-  const GroupJudgement group = judge_group_member(ctx, ws, args, group_error);
-  if (group == GroupJudgement::kNoClusterView) return fail(ws, 503, group_error, summary);
-  if (group == GroupJudgement::kJudged) {
+  const Result<GroupJudgement> group = judge_group_member(ctx, ws, args);
+  if (!group.ok()) return fail(ws, 503, group.why(), summary);
+  if (*group == GroupJudgement::kJudged) {
     // A group member: its planned nodes with a slot left first, the rest nowhere.
     scratch.scores.assign(args.node_names.size(), 0);
     for (size_t i = 0; i < scratch.scores.size(); ++i)

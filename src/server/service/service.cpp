@@ -154,9 +154,7 @@ bool binds_in_flight_may_change_verdicts(const PodRequest& pod, bool asks_throug
   // flight can no longer change whether this pod fits by count. What the scheduler does not count the
   // same way can: a GPU's shared memory (by device), GPUs through claims (counted by the extender's DRA
   // view), and a group's plan (the ledger's room).
-  std::string group_error;
-  return pod.wants_shared_gpu() || asks_through_claims || group_spec_of(pod, schema, group_error).has_value() ||
-         !group_error.empty();
+  return pod.wants_shared_gpu() || asks_through_claims || group_spec_of(pod, schema).has_value();
 }
 
 void begin_scheduling(const VerbContext& ctx, const PodRequest& pod, bool wait_for_binds, VerbSummary& summary) {

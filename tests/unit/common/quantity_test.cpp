@@ -102,12 +102,12 @@ TEST_CASE("quantity: formatting and unit rounding") {
 
 TEST_CASE("quantity: GPU memory in MiB or as bytes with a suffix") {
   using gpu_extender::parse_mebibytes;
-  CHECK(parse_mebibytes("40960") == 40960);
-  CHECK(parse_mebibytes("40Gi") == 40960);
-  CHECK(parse_mebibytes("1Mi") == 1);
-  CHECK(parse_mebibytes("1Ki") == 1);  // rounds up to a whole MiB
-  std::string error;
-  CHECK_FALSE(parse_mebibytes("lots", &error).has_value());
-  CHECK(error.find("lots") != std::string::npos);
-  CHECK_FALSE(parse_mebibytes("-5").has_value());
+  CHECK(parse_mebibytes("40960").value() == 40960);
+  CHECK(parse_mebibytes("40Gi").value() == 40960);
+  CHECK(parse_mebibytes("1Mi").value() == 1);
+  CHECK(parse_mebibytes("1Ki").value() == 1);  // rounds up to a whole MiB
+  const gpu_extender::Result<int64_t> lots = parse_mebibytes("lots");
+  CHECK_FALSE(lots.ok());
+  CHECK(lots.why().find("lots") != std::string::npos);
+  CHECK_FALSE(parse_mebibytes("-5").ok());
 }

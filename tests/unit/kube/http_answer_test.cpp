@@ -15,15 +15,12 @@ namespace {
 class ScriptedSource final : public ByteSource {
  public:
   ScriptedSource(std::string bytes, size_t step) : bytes_(std::move(bytes)), step_(step) {}
-  ssize_t read_some(char* out, size_t size, std::string& error) override {
-    if (fail_at_end_ && at_ == bytes_.size()) {
-      error = "reset";
-      return -1;
-    }
+  gpu_extender::Result<size_t> read_some(char* out, size_t size) override {
+    if (fail_at_end_ && at_ == bytes_.size()) return gpu_extender::Status::failed("reset");
     const size_t n = std::min({size, step_, bytes_.size() - at_});
     std::memcpy(out, bytes_.data() + at_, n);
     at_ += n;
-    return static_cast<ssize_t>(n);
+    return n;
   }
   bool fail_at_end_ = false;
 
@@ -42,15 +39,18 @@ struct Read {
 
 Read read_answer(AnswerReader& reader, uint64_t max_bytes = 1 << 20) {
   Read r;
-  r.head_ok = reader.read_head(r.head, r.error);
+  const gpu_extender::Result<AnswerHead> head = reader.read_head();
+  r.head_ok = head.ok();
+  r.error = head.why();
   if (!r.head_ok) return r;
-  r.body_ok = reader.read_body(r.head, max_bytes,
-                               [&](std::string_view data) {
-                                 r.body.append(data);
-                                 r.pieces.emplace_back(data);
-                                 return true;
-                               },
-                               r.error);
+  r.head = *head;
+  const gpu_extender::Result<AnswerReader::BodyEnd> body = reader.read_body(r.head, max_bytes, [&](std::string_view data) {
+    r.body.append(data);
+    r.pieces.emplace_back(data);
+    return true;
+  });
+  r.body_ok = body.ok() && *body == AnswerReader::BodyEnd::kWhole;
+  r.error = body.why();
   return r;
 }
 
@@ -167,13 +167,14 @@ TEST_CASE("http answer: broken answers are errors that say what broke, never a h
 TEST_CASE("http answer: a stream is handed over as it arrives, and the reader may stop it") {
   ScriptedSource source(kChunked, 1000);
   AnswerReader reader(source);
-  AnswerHead head;
-  std::string error;
-  REQUIRE(reader.read_head(head, error));
+  const gpu_extender::Result<AnswerHead> head = reader.read_head();
+  REQUIRE(head.ok());
   int calls = 0;
-  CHECK_FALSE(reader.read_body(head, UINT64_MAX, [&](std::string_view) { return ++calls < 1; }, error));
+  const gpu_extender::Result<AnswerReader::BodyEnd> body =
+      reader.read_body(*head, UINT64_MAX, [&](std::string_view) { return ++calls < 1; });
   CHECK(calls == 1);
-  CHECK(error.empty());  // stopped, not failed
+  REQUIRE(body.ok());  // stopped, not failed
+  CHECK(*body == AnswerReader::BodyEnd::kStopped);
 }
 
 TEST_CASE("http answer: the request head, with the target encoded where cpp-httplib encoded it") {

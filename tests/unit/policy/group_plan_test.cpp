@@ -12,10 +12,9 @@ namespace {
 
 GroupPlan plan(Fleet& fleet, const PodRequest& pod, int64_t needed, std::vector<const NodeView*> bound = {}) {
   static const auto policy = test_support::default_policy();
-  std::string error;
-  const std::optional<GroupSpec> spec = group_spec_of(pod, policy->schema(), error);
+  const std::optional<GroupSpec> spec = group_spec_of(pod, policy->schema());
   REQUIRE(spec);
-  REQUIRE(error.empty());
+  REQUIRE(spec->invalid_reason.empty());
   GroupPlanRequest r;
   r.policy = policy.get();
   r.spec = &*spec;
@@ -47,33 +46,34 @@ TEST_CASE("group plan: a node's domain is the path of its values from the top, e
 
 TEST_CASE("group plan: the group's annotations are checked, each error naming its annotation") {
   const ViewSchema schema = default_policy_config().schema;
-  std::string error;
+  // The reason a member's annotations give, or "none" for a pod in no group.
+  auto error_of = [&](const PodRequest& pod) {
+    const std::optional<GroupSpec> spec = group_spec_of(pod, schema);
+    return spec ? spec->invalid_reason : std::string("none");
+  };
   PodRequest plain = test_support::gpu_pod(1);
-  CHECK_FALSE(group_spec_of(plain, schema, error));
+  CHECK_FALSE(group_spec_of(plain, schema));
 
   PodRequest p = member(8);
   p.group.required_topology = "topology.k8s.aws/network-node-layer-3";
   p.group.required_key = "kueue.x-k8s.io/podset-required-topology";
-  auto spec = group_spec_of(p, schema, error);
+  auto spec = group_spec_of(p, schema);
   REQUIRE(spec);
-  CHECK(error.empty());
+  CHECK(spec->invalid_reason.empty());
   CHECK(spec->key == "default/llama");
   CHECK(spec->size == 4);
   CHECK(spec->constraint.kind == GroupConstraint::Kind::kRequired);
   CHECK(spec->constraint.level == kLayer3);
 
   p.group.required_topology = "example.com/rack";
-  group_spec_of(p, schema, error);
-  CHECK(error.find("pod annotation kueue.x-k8s.io/podset-required-topology: \"example.com/rack\" is not a topology level") == 0);
+  CHECK(error_of(p).find("pod annotation kueue.x-k8s.io/podset-required-topology: \"example.com/rack\" is not a topology level") == 0);
 
   PodRequest no_size = member(8);
   no_size.group.size.reset();
-  group_spec_of(no_size, schema, error);
-  CHECK(error.find("does not say how many pods the group has: annotation gpu.nvidia.com/group-size or "
+  CHECK(error_of(no_size).find("does not say how many pods the group has: annotation gpu.nvidia.com/group-size or "
                    "kueue.x-k8s.io/pod-group-total-count") != std::string::npos);
   for (std::string_view bad : {"0", "-2", "four", "4.5", "10001"}) {
-    group_spec_of(member(8, bad), schema, error);
-    CHECK(error == "pod annotation gpu.nvidia.com/group-size: expected a whole number 1..10000, not \"" + std::string(bad) + "\"");
+    CHECK(error_of(member(8, bad)) == "pod annotation gpu.nvidia.com/group-size: expected a whole number 1..10000, not \"" + std::string(bad) + "\"");
   }
 }
 

@@ -52,10 +52,9 @@ PodRequest required_member(int gpus, std::string_view size = "4") {
 GroupPreemptionPlan preempt(Cluster& c, const PodRequest& pod, int32_t priority, int64_t needed,
                             std::vector<std::string> bound = {}, std::vector<std::string> avoid = {}) {
   static const auto policy = test_support::default_policy();
-  std::string error;
-  const std::optional<GroupSpec> spec = group_spec_of(pod, policy->schema(), error);
+  const std::optional<GroupSpec> spec = group_spec_of(pod, policy->schema());
   REQUIRE(spec);
-  REQUIRE(error.empty());
+  REQUIRE(spec->invalid_reason.empty());
   GroupPreemptionRequest r;
   r.policy = policy.get();
   r.spec = &*spec;

@@ -76,10 +76,9 @@ struct Member {
 };
 
 inline GroupBook::Admission admit(PlacementLedger& book, Cluster& c, const PodRequest& pod) {
-  std::string error;
-  const auto spec = group_spec_of(pod, c.policy->schema(), error);
+  const auto spec = group_spec_of(pod, c.policy->schema());
   REQUIRE(spec);
-  return book.admit(pod, *spec, error, *c.policy, [&] { return c.candidates(); },
+  return book.admit(pod, *spec, *c.policy, [&] { return c.candidates(); },
                     [&](std::span<const std::string> open) {
                       return std::any_of(open.begin(), open.end(), [&](const std::string& n) { return c.is_sent(n); });
                     });
