@@ -187,12 +187,12 @@ bool ApiClient::exchange(ApiConnection& connection, const Exchange& request, con
     return false;
   }
   AnswerReader& reader = connection.reader();
-  const Result<AnswerHead> read_head = reader.read_head();
-  if (!read_head.ok()) {
-    out.error = read_head.why();
+  const Result<AnswerHead> answer_head = reader.read_head();
+  if (!answer_head.ok()) {
+    out.error = answer_head.why();
     return false;
   }
-  const AnswerHead& head = *read_head;
+  const AnswerHead& head = *answer_head;
   const bool streamed = request.on_data != nullptr && head.status >= 200 && head.status < 300;
   // An empty piece first: the stream is open (a quiet watch sends nothing more until an event).
   if (streamed && !(*request.on_data)(std::string_view())) return false;

@@ -24,26 +24,20 @@ struct Nodes {
   using Object = NodeView;
   using Listed = std::shared_ptr<const CachedNode>;
 };
-// Keyed by name.
-struct ResourceSlices {
-  using Object = DraSlice;
-  using Listed = DraSlice;
+// A kind whose list keeps what its events give.
+template <typename T>
+struct KeptAsGiven {
+  using Object = T;
+  using Listed = T;
 };
+// Keyed by name.
+struct ResourceSlices : KeptAsGiven<DraSlice> {};
 // Keyed "namespace/name".
-struct ResourceClaims {
-  using Object = DraClaim;
-  using Listed = DraClaim;
-};
+struct ResourceClaims : KeptAsGiven<DraClaim> {};
 // Keyed "namespace/name"; what the claims made from them ask (DraClaim::of a template).
-struct ResourceClaimTemplates {
-  using Object = DraClaim;
-  using Listed = DraClaim;
-};
+struct ResourceClaimTemplates : KeptAsGiven<DraClaim> {};
 // Keyed by name.
-struct DeviceTaintRules {
-  using Object = DraTaintRule;
-  using Listed = DraTaintRule;
-};
+struct DeviceTaintRules : KeptAsGiven<DraTaintRule> {};
 
 }  // namespace stored
 }  // namespace gpu_extender
