@@ -312,7 +312,7 @@ void time_dra_inventory(const NodeEvents& nodes, const ViewSchema& schema, const
   const ExtenderService service(ServiceParts{policy, nullptr, view, nullptr});
   const VerbSummary probe = checked_filter(service, bodies.front(), "a DRA inventory");
   const bench::VerbTimings timings = bench::time_cycles_as_scheduled(service, bodies, pod_text);
-  const ClusterView::DraStats dra = view->dra_stats();
+  const DraStats dra = view->dra_stats();
   std::printf("names mode, %zu nodes from DRA ResourceSlices (%lld GPUs, %zu claims holding %lld): filter p50 %.3f ms "
               "(p90 %.3f), prioritize p50 %.3f ms; %zu nodes pass; claim events applied: %.0f/s\n",
               dra.nodes, static_cast<long long>(dra.gpus), dra.claims, static_cast<long long>(dra.held_gpus),

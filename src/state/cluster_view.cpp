@@ -2,6 +2,7 @@
 
 #include "gpu_extender/policy/gpu_share.h"
 #include "gpu_extender/common/quantity.h"
+#include "dra_store.h"
 #include "node_name_index.h"
 
 #include <algorithm>
@@ -9,21 +10,13 @@
 #include <vector>
 
 namespace gpu_extender {
-ClusterView::ClusterView() : index_(std::make_unique<NodeNameIndex>()) {}
+ClusterView::ClusterView() : dra_(std::make_unique<DraStore>()), index_(std::make_unique<NodeNameIndex>()) {}
 
 ClusterView::~ClusterView() = default;
 
 void ClusterView::touch(Write) {
   last_event_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
 }
-
-namespace {
-// An entry with no node object and nothing in use on it: a deleted node whose pods are gone too.
-template <typename Entry>
-bool unused(const Entry& entry) {
-  return !entry.listed && entry.dra.empty() && entry.held_devices.empty() && entry.used.milli == ResourceAmounts{}.milli;
-}
-}  // namespace
 
 ClusterView::NodeMap::iterator ClusterView::entry_for(const std::string& name) {
   auto [it, added] = nodes_.try_emplace(name);
@@ -44,8 +37,10 @@ ClusterView::NodeMap::iterator ClusterView::entry_for(const std::string& name) {
 }
 
 void ClusterView::erase_if_unused(NodeMap::iterator it) {
-  // A churning cluster must not grow the map.
-  if (!unused(it->second)) return;
+  // A churning cluster must not grow the map. An entry with no node object, nothing in use on it and
+  // nothing of DRA's is a deleted node whose pods are gone too.
+  const NodeEntry& entry = it->second;
+  if (entry.listed || entry.used.milli != ResourceAmounts{}.milli || dra_->node(it->first) != nullptr) return;
   free_slots_.push_back(it->second.slot);
   slot_states_[it->second.slot].entry = nullptr;
   nodes_.erase(it);
@@ -70,12 +65,12 @@ void ClusterView::add_usage(const std::string& node, const ResourceAmounts& amou
   erase_if_unused(it);  // the last pod of a deleted node is gone
 }
 
-void ClusterView::refresh_node(NodeEntry& entry) {
-  entry.dra_gpus = DraNodeGpus::of(entry.dra, taint_rules_);
+void ClusterView::refresh_node(std::string_view name, NodeEntry& entry) {
+  const DraStore::NodePart* dra = dra_->node(name);
   // A node whose slices publish no GPU (a counter set only, for now) keeps its labels' facts.
-  if (!entry.listed || entry.dra_gpus.gpus.empty()) entry.node = entry.listed;
-  else entry.node = CachedNode::with_dra_gpus(entry.listed->view(), DraGpuSummary::of(entry.dra_gpus));
-  recount_dra(entry);
+  if (!entry.listed || dra == nullptr || dra->gpus.gpus.empty()) entry.node = entry.listed;
+  else entry.node = CachedNode::with_dra_gpus(entry.listed->view(), dra->summary);
+  recount_dra(name, entry);
   changed(entry);
 }
 
@@ -86,7 +81,7 @@ void ClusterView::upsert<stored::Nodes>(Write, NodeView node) {
   NodeEntry& entry = entry_for(std::string(node.name))->second;
   if (!entry.listed) ++node_objects_;
   entry.listed = std::move(cached);
-  refresh_node(entry);
+  refresh_node(node.name, entry);
   reindex_if_names_changed();
 }
 
@@ -96,14 +91,14 @@ void ClusterView::erase<stored::Nodes>(Write, std::string_view name) {
   auto it = nodes_.find(name);
   if (it == nodes_.end() || !it->second.listed) return;
   it->second.listed.reset();
-  refresh_node(it->second);
+  refresh_node(name, it->second);
   --node_objects_;
   erase_if_unused(it);  // pods still bound there keep the entry until their deletion follows
   reindex_if_names_changed();
 }
 
 void ClusterView::add_pod(const std::string& uid, PodEntry entry) {
-  entry.covered = claimed_pods_.find(uid) != claimed_pods_.end();
+  entry.covered = dra_->covers(uid);
   add_usage(entry.node, counted(entry), true);
   if (!entry.group.empty()) groups_[entry.group][uid] = entry.node;
   pods_.insert_or_assign(uid, std::move(entry));
@@ -153,12 +148,13 @@ void ClusterView::replace<stored::Nodes>(Write, std::vector<std::shared_ptr<cons
   std::unique_lock lock(mutex_);
   for (auto& [name, entry] : nodes_) {
     entry.listed.reset();
-    refresh_node(entry);
+    refresh_node(name, entry);
   }
   for (auto& node : nodes) {
-    NodeEntry& entry = entry_for(std::string(node->view().name))->second;
+    const std::string name(node->view().name);
+    NodeEntry& entry = entry_for(name)->second;
     entry.listed = std::move(node);
-    refresh_node(entry);
+    refresh_node(name, entry);
   }
   for (auto it = nodes_.begin(); it != nodes_.end();) erase_if_unused(it++);
   node_objects_ = nodes.size();

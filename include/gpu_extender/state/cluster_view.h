@@ -12,13 +12,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "gpu_extender/policy/deletion_cost.h"
@@ -31,6 +29,8 @@
 namespace gpu_extender {
 
 class NodeNameIndex;    // state/node_name_index.h
+class DraStore;         // state/dra_store.h
+struct DraEffects;      // state/dra_store.h
 class PlacementLedger;  // placement_ledger.h
 class GroupBook;        // group_book.h
 struct ClusterViewTestWrites;  // tests/unit/state/cluster_view_writes.h
@@ -57,16 +57,12 @@ class ClusterView final : public UsageSource, public NodeSource {
   // --- written by the watch, through the ledger ---
   // The kinds only the view keeps (stored_kinds.h): an object added or changed, one deleted (by its key:
   // a node's or slice's name, a claim's "namespace/name"), and a fresh list that replaces everything of
-  // that kind (what the list does not name is gone). One specialization of each per kind, below the class.
-  //   Nodes: a node's object. ResourceSlices (dra_inventory.h): a node's GPUs from its slices, where it
-  //     has any, in place of its labels' and allocatable's; a slice may come before its node, or move.
-  //   DeviceTaintRules: taints on the devices they select, as their slices' own. A rule is rare and may
-  //     select devices on every node: each change refreshes every node with slices.
-  //   ResourceClaims: the GPUs an allocated claim holds count as used on its node, each once however many
-  //     claims share it; a pod the claim is reserved for or owned by no longer counts its own GPU request
-  //     there (a DRA extended-resource pod's nvidia.com/gpu is its claim's devices). A claim may come
-  //     before the slices naming its devices, or its node.
-  //   ResourceClaimTemplates: what the claims made from them ask.
+  // that kind (what the list does not name is gone).
+  //   Nodes: a node's object (the specializations below the class, in cluster_view.cpp).
+  //   The DRA kinds (ResourceSlices, DeviceTaintRules, ResourceClaims, ResourceClaimTemplates): kept by
+  //     the view's DRA store (dra_store.h), which gives a node its GPUs from its slices in place of its
+  //     labels' and allocatable's, and counts what claims hold as used (cluster_view_dra.cpp: one
+  //     definition for all four).
   template <typename Kind> void upsert(Write, typename Kind::Object object);
   template <typename Kind> void erase(Write, std::string_view key);
   template <typename Kind> void replace(Write, std::vector<typename Kind::Listed> objects);
@@ -168,21 +164,11 @@ class ClusterView final : public UsageSource, public NodeSource {
   // What a bound pod holds: its node and requests, when the watch shows it.
   std::optional<std::pair<std::string, ResourceAmounts>> pod_usage(std::string_view uid) const;
 
-  // DRA, over the whole view (metrics): slices and the nodes they give GPUs, their GPUs, claims, and the
-  // GPUs claims hold.
-  struct DraStats {
-    size_t slices = 0, nodes = 0, claims = 0;
-    int64_t gpus = 0, held_gpus = 0, unavailable_gpus = 0;
-  };
+  // DRA over the whole view (metrics): slices and the nodes they give GPUs, their GPUs, claims, and the
+  // GPUs claims hold (dra_inventory.h).
   DraStats dra_stats() const;
-  // One node's DRA part (explain): its slices, its GPUs ("pool/device"), per GPU a claim holds the claim
-  // ("namespace/name"), and per GPU no whole-GPU claim can get why; none when the node has neither
-  // slices nor claims.
-  struct DraNode {
-    std::vector<std::string> slices, gpus;
-    std::vector<std::pair<std::string, std::string>> held, unavailable;
-  };
-  std::optional<DraNode> dra_node(std::string_view node) const;
+  // One node's DRA part (explain); none when the node has neither slices nor claims.
+  std::optional<DraNodeReport> dra_node(std::string_view node) const;
 
   struct Stats {
     size_t nodes = 0, pods = 0;
@@ -247,17 +233,9 @@ class ClusterView final : public UsageSource, public NodeSource {
   // Per node name: the node object (null until listed, or after deletion while pods remain) and what
   // its pods and what is in flight there hold. One map, so a request needs one lookup per node for both.
   struct NodeEntry {
-    std::shared_ptr<const CachedNode> node;    // what the rules read: `listed`, with `dra`'s GPUs if any
+    std::shared_ptr<const CachedNode> node;    // what the rules read: `listed`, with its DRA GPUs if any
     std::shared_ptr<const CachedNode> listed;  // the node object as the API server has it
-    DraSlices dra;  // its ResourceSlices of the schema's driver, by name
-    DraNodeGpus dra_gpus;  // its physical GPUs, from `dra`
-    // The devices claims hold here ("pool/device"), each with how many claims hold it; and their physical
-    // GPUs (DraNodeGpus::occupied), resolved anew whenever either changes, so a claim seen before its
-    // slices, or a pool republished under it, still holds the GPU its device is part of, once.
-    std::unordered_map<std::string, int, StringHash, std::equal_to<>> held_devices;
-    std::unordered_set<std::string, StringHash, std::equal_to<>> held_gpus;
-    // GPUs counted in `used` for DRA: held by claims, or not free for a whole-GPU claim (dra_inventory.h)
-    int64_t dra_counted = 0;
+    int64_t dra_counted = 0;  // GPUs counted in `used` for DRA (DraStore::NodePart::in_use, when applied)
     ResourceAmounts used;       // the pods the watch shows, plus in_flight, plus dra_counted
     ResourceAmounts in_flight;  // count_in_flight's part of `used`
     uint32_t slot = 0;  // see SlotReader; reused after the entry is erased
@@ -281,20 +259,15 @@ class ClusterView final : public UsageSource, public NodeSource {
   void add_usage(const std::string& node, const ResourceAmounts& amounts, bool add);
   void release_in_flight(const InFlightRelease& released);  // under mutex_
   void erase_if_unused(NodeMap::iterator it);
-  void refresh_node(NodeEntry& entry);  // `node` made again from `listed` and `dra`
-  void remove_slice(std::string_view name);
-  struct ClaimEntry {
-    std::string node;
-    std::vector<std::string> devices;  // "pool/device", as counted in held_devices
-    std::vector<std::string> pods;
-  };
+  // `node` made again from `listed` and the DRA store's GPUs of the node, then its DRA count.
+  void refresh_node(std::string_view name, NodeEntry& entry);
+  void recount_dra(std::string_view name, NodeEntry& entry);  // dra_counted (and `used`) from the DRA store
+  // What a change of the DRA store did, applied to the entries (under mutex_).
+  void apply_dra(DraEffects& effects);
+  NodeMap::iterator dra_entry(const std::string& name);  // nodes_.end() when neither the view nor DRA keeps it
   static ResourceAmounts claimed_amounts(const NodeEntry& entry);  // dra_counted as an amount of the GPU resource
-  void recount_dra(NodeEntry& entry);  // held_gpus, dra_counted (and `used`) anew from held_devices and dra_gpus
   static ResourceAmounts counted(const PodEntry& pod);               // what a pod's entry counts on its node
-  void add_claim(DraClaim claim);
-  void remove_claim(std::string_view key);
-  void hold_gpus(ClaimEntry& claim, bool hold);
-  void cover_pod(const std::string& uid, bool cover);  // one claim more (or less) reserved for pod `uid`
+  void cover_pod(const std::string& uid, bool covered);  // a claim holding GPUs is now reserved for it, or none
   void reindex_if_names_changed();  // at the end of every writer that may add or erase entries
   void add_pod(const std::string& uid, PodEntry entry);  // counted on its node, and in its group
   void erase_pod(std::string_view uid);
@@ -302,18 +275,8 @@ class ClusterView final : public UsageSource, public NodeSource {
   mutable std::shared_mutex mutex_;
   NodeMap nodes_;
   size_t node_objects_ = 0;
-  std::unordered_map<std::string, std::string, StringHash, std::equal_to<>> slice_nodes_;  // slice name -> node
-  DraTaintRules taint_rules_;
-  void refresh_dra_nodes();  // every node with slices, after the taint rules changed
   std::unordered_map<std::string, PodEntry, StringHash, std::equal_to<>> pods_;  // by uid, bound and running
-  std::unordered_map<std::string, ClaimEntry, StringHash, std::equal_to<>> claims_;  // allocated, holding GPUs
-  std::unordered_map<std::string, int, StringHash, std::equal_to<>> claimed_pods_;  // uid -> claims reserved for it
-  // GPUs asked by every claim and template that asks some ("namespace/name"), allocated or not.
-  struct ClaimAsk {
-    int64_t gpus = 0;
-    std::vector<DeviceToleration> tolerations;
-  };
-  std::unordered_map<std::string, ClaimAsk, StringHash, std::equal_to<>> claim_requests_, template_requests_;
+  std::unique_ptr<DraStore> dra_;  // slices, taint rules, claims and templates; never null
   // Per group, its bound members: uid -> node.
   using Members = std::unordered_map<std::string, std::string, StringHash, std::equal_to<>>;
   std::unordered_map<std::string, Members, StringHash, std::equal_to<>> groups_;
@@ -339,16 +302,10 @@ class ClusterView final : public UsageSource, public NodeSource {
   std::function<bool()> watch_hurry_;
 };
 
-// The stores (ClusterView's writers above): nodes in cluster_view.cpp, the DRA kinds in cluster_view_dra.cpp.
-#define GPU_EXTENDER_STORED_KIND(Kind)                                                        \
-  template <> void ClusterView::upsert<stored::Kind>(Write, stored::Kind::Object object);     \
-  template <> void ClusterView::erase<stored::Kind>(Write, std::string_view key);             \
-  template <> void ClusterView::replace<stored::Kind>(Write, std::vector<stored::Kind::Listed> objects);
-GPU_EXTENDER_STORED_KIND(Nodes)
-GPU_EXTENDER_STORED_KIND(ResourceSlices)
-GPU_EXTENDER_STORED_KIND(DeviceTaintRules)
-GPU_EXTENDER_STORED_KIND(ResourceClaims)
-GPU_EXTENDER_STORED_KIND(ResourceClaimTemplates)
-#undef GPU_EXTENDER_STORED_KIND
+// Nodes are the view's own store (cluster_view.cpp); the DRA kinds share one definition of each writer,
+// instantiated for each in cluster_view_dra.cpp.
+template <> void ClusterView::upsert<stored::Nodes>(Write, NodeView node);
+template <> void ClusterView::erase<stored::Nodes>(Write, std::string_view name);
+template <> void ClusterView::replace<stored::Nodes>(Write, std::vector<std::shared_ptr<const CachedNode>> nodes);
 
 }  // namespace gpu_extender

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "gpu_extender/common/device_taint.h"
@@ -121,6 +122,19 @@ struct DraGpuSummary {
   // Per GPU that only its taints keep from claims: those taints (a claim tolerating them may have it).
   std::vector<std::vector<DeviceTaint>> tainted;
   static DraGpuSummary of(const DraNodeGpus& gpus);
+};
+
+// DRA over the whole cluster view (metrics): slices and the nodes they give GPUs, their GPUs, the
+// claims holding GPUs, and the GPUs claims hold or that no whole-GPU claim can get.
+struct DraStats {
+  size_t slices = 0, nodes = 0, claims = 0;
+  int64_t gpus = 0, held_gpus = 0, unavailable_gpus = 0;
+};
+// One node's DRA part (explain): its slices, its GPUs ("pool/device"), per GPU a claim holds the claim
+// ("namespace/name"), and per GPU no whole-GPU claim can get why.
+struct DraNodeReport {
+  std::vector<std::string> slices, gpus;
+  std::vector<std::pair<std::string, std::string>> held, unavailable;
 };
 
 // GPU Feature Discovery's form of a product name: characters outside [A-Za-z0-9-_. ] dropped, spaces

@@ -3,7 +3,7 @@
 // for: one tag each, naming what an event gives the view (Object) and what a list keeps of one (Listed).
 // The view's writers (ClusterView::upsert, erase, replace) and the ledger's (PlacementLedger::observe,
 // observe_deleted, observe_list) are templates over these tags, so a new kind is a tag here, its store
-// in the view (the three specializations), its decoder (wire.h) and its traits entry
+// (for a DRA kind, in the view's DRA store: src/state/dra_store.h), its decoder (wire.h) and its traits entry
 // (kube/watched_kinds.cpp), and nothing in between.
 //
 // Pods are not one of them: their events also confirm what the ledger holds in flight, so the ledger

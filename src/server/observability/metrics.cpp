@@ -82,7 +82,7 @@ class ClusterCollector final : public prometheus::Collectable {
     gauge(Metric::kSharedGpuDevices, static_cast<double>(shared.devices));
     gauge(Metric::kSharedGpuFreeMemory, static_cast<double>(shared.free));
     gauge(Metric::kSharedGpuFragmentedMemory, static_cast<double>(shared.fragmented));
-    const ClusterView::DraStats dra = view_->dra_stats();
+    const DraStats dra = view_->dra_stats();
     gauge(Metric::kDraNodes, static_cast<double>(dra.nodes));
     gauge(Metric::kDraGpus, static_cast<double>(dra.gpus));
     gauge(Metric::kDraClaims, static_cast<double>(dra.claims));

@@ -41,7 +41,7 @@ void add_dra_facts(const ClusterView& view, Explanation& e) {
     return out.empty() ? std::string("none") : out;
   };
   for (NodeExplanation& n : e.nodes) {
-    const std::optional<ClusterView::DraNode> dra = view.dra_node(n.node);
+    const std::optional<DraNodeReport> dra = view.dra_node(n.node);
     if (!dra) continue;
     std::string gpus;
     for (const std::string& gpu : dra->gpus) gpus.append(gpus.empty() ? "" : ", ").append(gpu);

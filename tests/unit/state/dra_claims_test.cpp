@@ -40,7 +40,7 @@ TEST_CASE("DRA claims: a held GPU counts once, a partition occupies its parent, 
   v.upsert<stored::ResourceClaims>(test_write(), claim_of("a/pending", "", {"gpu-1"}));
   v.upsert<stored::ResourceClaims>(test_write(), claim_of("a/nic", "dra-0", {}));
   CHECK(test_support::gpus_on(v, "dra-0") == 1);
-  const ClusterView::DraStats stats = v.dra_stats();
+  const DraStats stats = v.dra_stats();
   CHECK(stats.claims == 1);
   CHECK(stats.held_gpus == 1);
   CHECK(stats.gpus == 2);
