@@ -65,12 +65,11 @@ void ClusterView::add_usage(const std::string& node, const ResourceAmounts& amou
   erase_if_unused(it);  // the last pod of a deleted node is gone
 }
 
-void ClusterView::refresh_node(std::string_view name, NodeEntry& entry) {
-  const DraStore::NodePart* dra = dra_->node(name);
+void ClusterView::refresh_node(NodeEntry& entry, const DraNodePart* dra) {
   // A node whose slices publish no GPU (a counter set only, for now) keeps its labels' facts.
   if (!entry.listed || dra == nullptr || dra->gpus.gpus.empty()) entry.node = entry.listed;
   else entry.node = CachedNode::with_dra_gpus(entry.listed->view(), dra->summary);
-  recount_dra(name, entry);
+  recount_dra(entry, dra);
   changed(entry);
 }
 
@@ -81,7 +80,7 @@ void ClusterView::upsert<stored::Nodes>(Write, NodeView node) {
   NodeEntry& entry = entry_for(std::string(node.name))->second;
   if (!entry.listed) ++node_objects_;
   entry.listed = std::move(cached);
-  refresh_node(node.name, entry);
+  refresh_node(entry, dra_->node(node.name));
   reindex_if_names_changed();
 }
 
@@ -91,7 +90,7 @@ void ClusterView::erase<stored::Nodes>(Write, std::string_view name) {
   auto it = nodes_.find(name);
   if (it == nodes_.end() || !it->second.listed) return;
   it->second.listed.reset();
-  refresh_node(name, it->second);
+  refresh_node(it->second, dra_->node(name));
   --node_objects_;
   erase_if_unused(it);  // pods still bound there keep the entry until their deletion follows
   reindex_if_names_changed();
@@ -148,13 +147,13 @@ void ClusterView::replace<stored::Nodes>(Write, std::vector<std::shared_ptr<cons
   std::unique_lock lock(mutex_);
   for (auto& [name, entry] : nodes_) {
     entry.listed.reset();
-    refresh_node(name, entry);
+    refresh_node(entry, dra_->node(name));
   }
   for (auto& node : nodes) {
     const std::string name(node->view().name);
     NodeEntry& entry = entry_for(name)->second;
     entry.listed = std::move(node);
-    refresh_node(name, entry);
+    refresh_node(entry, dra_->node(name));
   }
   for (auto it = nodes_.begin(); it != nodes_.end();) erase_if_unused(it++);
   node_objects_ = nodes.size();

@@ -4,41 +4,53 @@
 // longer counted once a claim holding GPUs is reserved for it.
 #include "gpu_extender/state/cluster_view.h"
 
-#include <algorithm>
-
 #include "dra_store.h"
 
 namespace gpu_extender {
 
-namespace {
-void sort_unique(std::vector<std::string>& names) {
-  std::sort(names.begin(), names.end());
-  names.erase(std::unique(names.begin(), names.end()), names.end());
-}
-}  // namespace
+class ClusterView::DraApplier final : public DraChanges {
+ public:
+  explicit DraApplier(ClusterView& view) : view_(view) {}
+  void gpus_changed(const std::string& node, const DraNodePart* part) override {
+    auto it = view_.dra_entry(node, part);
+    if (it == view_.nodes_.end()) return;
+    view_.refresh_node(it->second, part);
+    view_.erase_if_unused(it);
+  }
+  void holds_changed(const std::string& node, const DraNodePart* part) override {
+    auto it = view_.dra_entry(node, part);
+    if (it == view_.nodes_.end()) return;
+    view_.recount_dra(it->second, part);
+    view_.erase_if_unused(it);
+  }
+  void covered(const std::string& uid, bool covered) override { view_.cover_pod(uid, covered); }
+
+ private:
+  ClusterView& view_;
+};
 
 template <typename Kind>
 void ClusterView::upsert(Write, typename Kind::Object object) {
-  DraEffects effects;
   std::unique_lock lock(mutex_);
-  dra_->upsert<Kind>(std::move(object), effects);
-  apply_dra(effects);
+  DraApplier applier(*this);
+  dra_->upsert<Kind>(std::move(object), applier);
+  reindex_if_names_changed();
 }
 
 template <typename Kind>
 void ClusterView::erase(Write, std::string_view key) {
-  DraEffects effects;
   std::unique_lock lock(mutex_);
-  dra_->erase<Kind>(key, effects);
-  apply_dra(effects);
+  DraApplier applier(*this);
+  dra_->erase<Kind>(key, applier);
+  reindex_if_names_changed();
 }
 
 template <typename Kind>
 void ClusterView::replace(Write, std::vector<typename Kind::Listed> objects) {
-  DraEffects effects;
   std::unique_lock lock(mutex_);
-  dra_->replace<Kind>(std::move(objects), effects);
-  apply_dra(effects);
+  DraApplier applier(*this);
+  dra_->replace<Kind>(std::move(objects), applier);
+  reindex_if_names_changed();
 }
 
 // NOLINTBEGIN(bugprone-macro-parentheses): a type in a template argument cannot be parenthesized
@@ -53,30 +65,10 @@ GPU_EXTENDER_DRA_KIND(ResourceClaimTemplates)
 #undef GPU_EXTENDER_DRA_KIND
 // NOLINTEND(bugprone-macro-parentheses)
 
-ClusterView::NodeMap::iterator ClusterView::dra_entry(const std::string& name) {
+ClusterView::NodeMap::iterator ClusterView::dra_entry(const std::string& name, const DraNodePart* dra) {
   auto it = nodes_.find(name);
-  if (it == nodes_.end() && dra_->node(name) != nullptr) it = entry_for(name);  // a slice or claim before its node
+  if (it == nodes_.end() && dra != nullptr) it = entry_for(name);  // a slice or claim before its node
   return it;
-}
-
-void ClusterView::apply_dra(DraEffects& e) {
-  // A change may name a node more than once (a relist, a rule refreshing every node): each is applied once.
-  sort_unique(e.gpus_changed);
-  sort_unique(e.holds_changed);
-  for (const std::string& name : e.gpus_changed) {
-    auto it = dra_entry(name);
-    if (it == nodes_.end()) continue;
-    refresh_node(name, it->second);
-    erase_if_unused(it);
-  }
-  for (const std::string& name : e.holds_changed) {
-    auto it = dra_entry(name);
-    if (it == nodes_.end()) continue;
-    recount_dra(name, it->second);
-    erase_if_unused(it);
-  }
-  for (const auto& [uid, covered] : e.covered) cover_pod(uid, covered);
-  reindex_if_names_changed();
 }
 
 ResourceAmounts ClusterView::claimed_amounts(const NodeEntry& entry) {
@@ -85,8 +77,8 @@ ResourceAmounts ClusterView::claimed_amounts(const NodeEntry& entry) {
   return out;
 }
 
-void ClusterView::recount_dra(std::string_view name, NodeEntry& entry) {
-  const int64_t counted = dra_->in_use_on(name);
+void ClusterView::recount_dra(NodeEntry& entry, const DraNodePart* dra) {
+  const int64_t counted = dra != nullptr ? dra->in_use : 0;
   if (counted == entry.dra_counted) return;
   entry.used.subtract(claimed_amounts(entry));
   entry.dra_counted = counted;

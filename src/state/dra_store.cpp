@@ -2,20 +2,23 @@
 
 namespace gpu_extender {
 
-DraStore::NodePart& DraStore::part_for(const std::string& node) { return nodes_[node]; }
+DraNodePart& DraStore::part_for(const std::string& node) { return nodes_[node]; }
 
-const DraStore::NodePart* DraStore::node(std::string_view name) const {
+const DraNodePart* DraStore::node(std::string_view name) const {
   if (nodes_.empty()) return nullptr;  // a cluster without DRA pays one branch per node refresh
   auto it = nodes_.find(name);
   return it != nodes_.end() ? &it->second : nullptr;
 }
 
-void DraStore::erase_if_empty(std::string_view node) {
+const DraNodePart* DraStore::erase_if_empty(std::string_view node) {
   auto it = nodes_.find(node);
-  if (it != nodes_.end() && it->second.slices.empty() && it->second.held_devices.empty()) nodes_.erase(it);
+  if (it == nodes_.end()) return nullptr;
+  if (!it->second.slices.empty() || !it->second.held_devices.empty()) return &it->second;
+  nodes_.erase(it);
+  return nullptr;
 }
 
-bool DraStore::recount(NodePart& part) {
+bool DraStore::recount(DraNodePart& part) {
   // In use: each GPU a claim holds, and each GPU no whole-GPU claim can get (in MIG mode, vfio only, its
   // pool being republished, tainted), once.
   part.held_gpus.clear();
@@ -28,23 +31,23 @@ bool DraStore::recount(NodePart& part) {
   return true;
 }
 
-void DraStore::refresh(NodePart& part) {
+void DraStore::refresh(DraNodePart& part) {
   part.gpus = DraNodeGpus::of(part.slices, taint_rules_);
   part.summary = DraGpuSummary::of(part.gpus);
   recount(part);
 }
 
-void DraStore::refresh_all(DraEffects& out) {
+void DraStore::refresh_all(DraChanges& out) {
   for (auto& [name, part] : nodes_) {
     if (part.slices.empty()) continue;
     refresh(part);
-    out.gpus_changed.push_back(name);
+    out.gpus_changed(name, &part);
   }
 }
 
 // --- ResourceSlices: a node's GPUs, where it has any, in place of its labels' and allocatable's ---
 
-void DraStore::remove_slice(std::string_view name, DraEffects& out) {
+void DraStore::remove_slice(std::string_view name, DraChanges& out) {
   auto at = slice_nodes_.find(name);
   if (at == slice_nodes_.end()) return;
   const std::string node = std::move(at->second);
@@ -53,35 +56,35 @@ void DraStore::remove_slice(std::string_view name, DraEffects& out) {
   if (it == nodes_.end()) return;
   if (auto slice = it->second.slices.find(name); slice != it->second.slices.end()) it->second.slices.erase(slice);
   refresh(it->second);
-  erase_if_empty(node);
-  out.gpus_changed.push_back(node);
+  out.gpus_changed(node, erase_if_empty(node));
 }
 
-void DraStore::add_slice(DraSlice slice, DraEffects& out) {
+void DraStore::add_slice(DraSlice slice, DraChanges& out) {
   // Slices of no node, or of another driver, change nothing. A slice of the driver without devices still
   // counts toward its pool's size (a pool's counter sets have a slice of their own).
   if (slice.node.empty() || !slice.of_driver) return;
-  NodePart& part = part_for(slice.node);
+  DraNodePart& part = part_for(slice.node);
   slice_nodes_[slice.name] = slice.node;
-  out.gpus_changed.push_back(slice.node);
+  const std::string node = slice.node;
   std::string name = slice.name;
   part.slices.insert_or_assign(std::move(name), std::move(slice));
   refresh(part);
+  out.gpus_changed(node, &part);
 }
 
 template <>
-void DraStore::upsert<stored::ResourceSlices>(DraSlice slice, DraEffects& out) {
+void DraStore::upsert<stored::ResourceSlices>(DraSlice slice, DraChanges& out) {
   remove_slice(slice.name, out);  // it may have moved to another node
   add_slice(std::move(slice), out);
 }
 
 template <>
-void DraStore::erase<stored::ResourceSlices>(std::string_view name, DraEffects& out) {
+void DraStore::erase<stored::ResourceSlices>(std::string_view name, DraChanges& out) {
   remove_slice(name, out);
 }
 
 template <>
-void DraStore::replace<stored::ResourceSlices>(std::vector<DraSlice> slices, DraEffects& out) {
+void DraStore::replace<stored::ResourceSlices>(std::vector<DraSlice> slices, DraChanges& out) {
   while (!slice_nodes_.empty()) remove_slice(std::string(slice_nodes_.begin()->first), out);
   for (DraSlice& slice : slices) upsert<stored::ResourceSlices>(std::move(slice), out);
 }
@@ -90,7 +93,7 @@ void DraStore::replace<stored::ResourceSlices>(std::vector<DraSlice> slices, Dra
 // select devices on every node: each change refreshes every node with slices. ---
 
 template <>
-void DraStore::upsert<stored::DeviceTaintRules>(DraTaintRule rule, DraEffects& out) {
+void DraStore::upsert<stored::DeviceTaintRules>(DraTaintRule rule, DraChanges& out) {
   // Only rules that select devices of the schema's driver are kept; one that selects none, before and
   // after, changes no node.
   const bool had = taint_rules_.erase(rule.name) > 0;
@@ -103,7 +106,7 @@ void DraStore::upsert<stored::DeviceTaintRules>(DraTaintRule rule, DraEffects& o
 }
 
 template <>
-void DraStore::erase<stored::DeviceTaintRules>(std::string_view name, DraEffects& out) {
+void DraStore::erase<stored::DeviceTaintRules>(std::string_view name, DraChanges& out) {
   auto at = taint_rules_.find(name);
   if (at == taint_rules_.end()) return;
   taint_rules_.erase(at);
@@ -111,7 +114,7 @@ void DraStore::erase<stored::DeviceTaintRules>(std::string_view name, DraEffects
 }
 
 template <>
-void DraStore::replace<stored::DeviceTaintRules>(std::vector<DraTaintRule> rules, DraEffects& out) {
+void DraStore::replace<stored::DeviceTaintRules>(std::vector<DraTaintRule> rules, DraChanges& out) {
   DraTaintRules next;
   for (DraTaintRule& rule : rules)
     if (rule.selects_any) next.insert_or_assign(rule.name, std::move(rule));
@@ -130,7 +133,7 @@ void DraStore::set_asked(Asks& asks, std::string key, int64_t gpus, std::vector<
   else if (auto at = asks.find(key); at != asks.end()) asks.erase(at);
 }
 
-void DraStore::cover(const std::string& uid, bool cover, DraEffects& out) {
+void DraStore::cover(const std::string& uid, bool cover, DraChanges& out) {
   auto at = claimed_pods_.find(uid);
   if (cover) {
     if (at == claimed_pods_.end()) at = claimed_pods_.emplace(uid, 0).first;
@@ -139,11 +142,11 @@ void DraStore::cover(const std::string& uid, bool cover, DraEffects& out) {
     if (at == claimed_pods_.end() || --at->second > 0) return;
     claimed_pods_.erase(at);
   }
-  out.covered.emplace_back(uid, cover);
+  out.covered(uid, cover);
 }
 
-void DraStore::hold(const ClaimEntry& claim, bool hold, DraEffects& out) {
-  NodePart& part = part_for(claim.node);
+void DraStore::hold(const ClaimEntry& claim, bool hold, DraChanges& out) {
+  DraNodePart& part = part_for(claim.node);
   for (const std::string& device : claim.devices) {
     if (hold) {
       ++part.held_devices[device];
@@ -152,11 +155,10 @@ void DraStore::hold(const ClaimEntry& claim, bool hold, DraEffects& out) {
     }
   }
   recount(part);
-  erase_if_empty(claim.node);
-  out.holds_changed.push_back(claim.node);
+  out.holds_changed(claim.node, erase_if_empty(claim.node));
 }
 
-void DraStore::remove_claim(std::string_view key, DraEffects& out) {
+void DraStore::remove_claim(std::string_view key, DraChanges& out) {
   auto at = claims_.find(key);
   if (at == claims_.end()) return;
   ClaimEntry claim = std::move(at->second);
@@ -165,7 +167,7 @@ void DraStore::remove_claim(std::string_view key, DraEffects& out) {
   hold(claim, false, out);
 }
 
-void DraStore::add_claim(DraClaim claim, DraEffects& out) {
+void DraStore::add_claim(DraClaim claim, DraChanges& out) {
   // Only what holds GPUs on a node counts: an unallocated claim, or one of another driver, holds nothing.
   if (claim.node.empty() || claim.devices.empty()) return;
   ClaimEntry entry{claim.node, {}, std::move(claim.pods)};
@@ -176,20 +178,20 @@ void DraStore::add_claim(DraClaim claim, DraEffects& out) {
 }
 
 template <>
-void DraStore::upsert<stored::ResourceClaims>(DraClaim claim, DraEffects& out) {
+void DraStore::upsert<stored::ResourceClaims>(DraClaim claim, DraChanges& out) {
   remove_claim(claim.key, out);
   set_asked(claim_asks_, claim.key, claim.requested_gpus, claim.tolerations);
   add_claim(std::move(claim), out);
 }
 
 template <>
-void DraStore::erase<stored::ResourceClaims>(std::string_view key, DraEffects& out) {
+void DraStore::erase<stored::ResourceClaims>(std::string_view key, DraChanges& out) {
   remove_claim(key, out);
   set_asked(claim_asks_, std::string(key), 0);
 }
 
 template <>
-void DraStore::replace<stored::ResourceClaims>(std::vector<DraClaim> claims, DraEffects& out) {
+void DraStore::replace<stored::ResourceClaims>(std::vector<DraClaim> claims, DraChanges& out) {
   while (!claims_.empty()) remove_claim(std::string(claims_.begin()->first), out);
   claim_asks_.clear();
   for (DraClaim& claim : claims) {
@@ -201,18 +203,18 @@ void DraStore::replace<stored::ResourceClaims>(std::vector<DraClaim> claims, Dra
 // --- ResourceClaimTemplates: what the claims made from them ask; they hold nothing. ---
 
 template <>
-void DraStore::upsert<stored::ResourceClaimTemplates>(DraClaim claim_template, DraEffects&) {
+void DraStore::upsert<stored::ResourceClaimTemplates>(DraClaim claim_template, DraChanges&) {
   set_asked(template_asks_, std::move(claim_template.key), claim_template.requested_gpus,
             std::move(claim_template.tolerations));
 }
 
 template <>
-void DraStore::erase<stored::ResourceClaimTemplates>(std::string_view key, DraEffects&) {
+void DraStore::erase<stored::ResourceClaimTemplates>(std::string_view key, DraChanges&) {
   set_asked(template_asks_, std::string(key), 0);
 }
 
 template <>
-void DraStore::replace<stored::ResourceClaimTemplates>(std::vector<DraClaim> templates, DraEffects&) {
+void DraStore::replace<stored::ResourceClaimTemplates>(std::vector<DraClaim> templates, DraChanges&) {
   template_asks_.clear();
   for (DraClaim& t : templates) set_asked(template_asks_, std::move(t.key), t.requested_gpus, std::move(t.tolerations));
 }
@@ -247,7 +249,7 @@ DraStats DraStore::stats() const {
 }
 
 std::optional<DraNodeReport> DraStore::report(std::string_view node) const {
-  const NodePart* part = this->node(node);
+  const DraNodePart* part = this->node(node);
   if (part == nullptr || (part->slices.empty() && part->held_gpus.empty())) return std::nullopt;
   DraNodeReport out;
   for (const auto& [name, slice] : part->slices) out.slices.push_back(name);

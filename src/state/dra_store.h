@@ -7,7 +7,7 @@
 // held, counts once). A claim may come before the slices naming its devices, a slice before its node.
 //
 // Not thread-safe: the view keeps it and calls it under its own lock. Each change says what it did to
-// the view's entries (DraEffects), and the view applies that to its nodes' objects and usage; the store
+// the view's entries as it happens (DraChanges), and the view applies that to its nodes' objects and usage; the store
 // knows nothing of pods' requests, slots or versions.
 #include <cstdint>
 #include <optional>
@@ -25,41 +25,51 @@
 
 namespace gpu_extender {
 
-// What one change of the DRA store did, for the view to apply (ClusterView::apply_dra).
-struct DraEffects {
-  // Nodes whose GPUs changed (their slices, or the taint rules): the node object is made again.
-  std::vector<std::string> gpus_changed;
-  // Nodes where what claims hold changed: how many of their GPUs are in use may have.
-  std::vector<std::string> holds_changed;
-  // Pods that a claim holding GPUs is now reserved for (true), or no longer (false): a covered pod's
-  // own GPU request does not count, its claim's devices do.
-  std::vector<std::pair<std::string, bool>> covered;
+// A node as DRA has it; the store keeps one while the node has slices or claims hold devices there.
+struct DraNodePart {
+  DraSlices slices;       // of the schema's driver, by name
+  DraNodeGpus gpus;       // its physical GPUs, from `slices`
+  DraGpuSummary summary;  // of `gpus`: what the node's GPU facts become (CachedNode::with_dra_gpus)
+  // The devices claims hold here ("pool/device"), each with how many claims hold it; and their physical
+  // GPUs (DraNodeGpus::occupied), resolved anew whenever either changes, so a claim seen before its
+  // slices, or a pool republished under it, still holds the GPU its device is part of, once.
+  std::unordered_map<std::string, int, StringHash, std::equal_to<>> held_devices;
+  std::unordered_set<std::string, StringHash, std::equal_to<>> held_gpus;
+  int64_t in_use = 0;  // GPUs held by claims, or not free for a whole-GPU claim: counted as used
+};
+
+// What a change of the DRA store touches, told as it happens, so the view applies each to its entries
+// in the same step (ClusterView::DraApplier), with nothing collected or copied on the way. The store is
+// consistent whenever it calls these, and they do not call back into it to change anything. `part`:
+// what DRA has of the node now, null when nothing any more. A node may be told more than once a change
+// (a relist takes each slice away, then adds it back).
+class DraChanges {
+ public:
+  // The node's GPUs changed (its slices, or the taint rules): its object is made again.
+  virtual void gpus_changed(const std::string& node, const DraNodePart* part) = 0;
+  // What claims hold on the node changed: how many of its GPUs are in use may have.
+  virtual void holds_changed(const std::string& node, const DraNodePart* part) = 0;
+  // A claim holding GPUs is now reserved for pod `uid` (true), or none is any more (false): a covered
+  // pod's own GPU request does not count, its claim's devices do.
+  virtual void covered(const std::string& uid, bool covered) = 0;
+
+ protected:
+  ~DraChanges() = default;
 };
 
 class DraStore {
  public:
   // The writers, one specialization per DRA kind of stored_kinds.h (dra_store.cpp): an object added
-  // or changed, one deleted by its key, a fresh list replacing everything of the kind.
-  template <typename Kind> void upsert(typename Kind::Object object, DraEffects& out);
-  template <typename Kind> void erase(std::string_view key, DraEffects& out);
-  template <typename Kind> void replace(std::vector<typename Kind::Listed> objects, DraEffects& out);
+  // or changed, one deleted by its key, a fresh list replacing everything of the kind; what they touch
+  // is told to `out` as it happens.
+  template <typename Kind> void upsert(typename Kind::Object object, DraChanges& out);
+  template <typename Kind> void erase(std::string_view key, DraChanges& out);
+  template <typename Kind> void replace(std::vector<typename Kind::Listed> objects, DraChanges& out);
 
-  // A node as DRA has it; the store keeps one while the node has slices or claims hold devices there.
-  struct NodePart {
-    DraSlices slices;    // of the schema's driver, by name
-    DraNodeGpus gpus;    // its physical GPUs, from `slices`
-    DraGpuSummary summary;  // of `gpus`: what the node's GPU facts become (CachedNode::with_dra_gpus)
-    // The devices claims hold here ("pool/device"), each with how many claims hold it; and their
-    // physical GPUs (DraNodeGpus::occupied), resolved anew whenever either changes, so a claim seen
-    // before its slices, or a pool republished under it, still holds the GPU its device is part of, once.
-    std::unordered_map<std::string, int, StringHash, std::equal_to<>> held_devices;
-    std::unordered_set<std::string, StringHash, std::equal_to<>> held_gpus;
-    int64_t in_use = 0;  // GPUs held by claims, or not free for a whole-GPU claim: counted as used
-  };
-  const NodePart* node(std::string_view name) const;
+  const DraNodePart* node(std::string_view name) const;
   // GPUs of `node` in use for DRA (0 for a node the store does not keep).
   int64_t in_use_on(std::string_view name) const {
-    const NodePart* part = node(name);
+    const DraNodePart* part = node(name);
     return part != nullptr ? part->in_use : 0;
   }
   // Whether a claim holding GPUs is reserved for pod `uid`.
@@ -84,19 +94,20 @@ class DraStore {
   using Asks = std::unordered_map<std::string, ClaimAsk, StringHash, std::equal_to<>>;
   static void set_asked(Asks& asks, std::string key, int64_t gpus, std::vector<DeviceToleration> tolerations = {});
 
-  NodePart& part_for(const std::string& node);
-  void erase_if_empty(std::string_view node);
-  void refresh(NodePart& part);  // gpus and summary from slices, then recount
-  static bool recount(NodePart& part);  // held_gpus and in_use anew; true if in_use moved
-  void refresh_all(DraEffects& out);  // every node with slices, after the taint rules changed
-  void remove_slice(std::string_view name, DraEffects& out);
-  void add_slice(DraSlice slice, DraEffects& out);
-  void add_claim(DraClaim claim, DraEffects& out);
-  void remove_claim(std::string_view key, DraEffects& out);
-  void hold(const ClaimEntry& claim, bool hold, DraEffects& out);
-  void cover(const std::string& uid, bool cover, DraEffects& out);
+  DraNodePart& part_for(const std::string& node);
+  // The node's part, or null once it was erased for keeping nothing (no slices, no held devices).
+  const DraNodePart* erase_if_empty(std::string_view node);
+  void refresh(DraNodePart& part);  // gpus and summary from slices, then recount
+  static bool recount(DraNodePart& part);  // held_gpus and in_use anew; true if in_use moved
+  void refresh_all(DraChanges& out);  // every node with slices, after the taint rules changed
+  void remove_slice(std::string_view name, DraChanges& out);
+  void add_slice(DraSlice slice, DraChanges& out);
+  void add_claim(DraClaim claim, DraChanges& out);
+  void remove_claim(std::string_view key, DraChanges& out);
+  void hold(const ClaimEntry& claim, bool hold, DraChanges& out);
+  void cover(const std::string& uid, bool cover, DraChanges& out);
 
-  std::unordered_map<std::string, NodePart, StringHash, std::equal_to<>> nodes_;
+  std::unordered_map<std::string, DraNodePart, StringHash, std::equal_to<>> nodes_;
   std::unordered_map<std::string, std::string, StringHash, std::equal_to<>> slice_nodes_;  // slice -> node
   DraTaintRules taint_rules_;
   std::unordered_map<std::string, ClaimEntry, StringHash, std::equal_to<>> claims_;  // allocated, holding GPUs

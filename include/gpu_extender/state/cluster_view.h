@@ -30,7 +30,7 @@ namespace gpu_extender {
 
 class NodeNameIndex;    // state/node_name_index.h
 class DraStore;         // state/dra_store.h
-struct DraEffects;      // state/dra_store.h
+struct DraNodePart;     // state/dra_store.h
 class PlacementLedger;  // placement_ledger.h
 class GroupBook;        // group_book.h
 struct ClusterViewTestWrites;  // tests/unit/state/cluster_view_writes.h
@@ -259,12 +259,14 @@ class ClusterView final : public UsageSource, public NodeSource {
   void add_usage(const std::string& node, const ResourceAmounts& amounts, bool add);
   void release_in_flight(const InFlightRelease& released);  // under mutex_
   void erase_if_unused(NodeMap::iterator it);
-  // `node` made again from `listed` and the DRA store's GPUs of the node, then its DRA count.
-  void refresh_node(std::string_view name, NodeEntry& entry);
-  void recount_dra(std::string_view name, NodeEntry& entry);  // dra_counted (and `used`) from the DRA store
-  // What a change of the DRA store did, applied to the entries (under mutex_).
-  void apply_dra(DraEffects& effects);
-  NodeMap::iterator dra_entry(const std::string& name);  // nodes_.end() when neither the view nor DRA keeps it
+  // `node` made again from `listed` and what DRA has of the node (`dra`: null for nothing), then its
+  // DRA count.
+  void refresh_node(NodeEntry& entry, const DraNodePart* dra);
+  void recount_dra(NodeEntry& entry, const DraNodePart* dra);  // dra_counted (and `used`) from `dra`
+  // What a change of the DRA store touches, applied to the entries as it happens (cluster_view_dra.cpp).
+  class DraApplier;
+  // The entry of a node DRA changed: nodes_.end() when neither the view nor DRA (`dra`) keeps it.
+  NodeMap::iterator dra_entry(const std::string& name, const DraNodePart* dra);
   static ResourceAmounts claimed_amounts(const NodeEntry& entry);  // dra_counted as an amount of the GPU resource
   static ResourceAmounts counted(const PodEntry& pod);               // what a pod's entry counts on its node
   void cover_pod(const std::string& uid, bool covered);  // a claim holding GPUs is now reserved for it, or none
