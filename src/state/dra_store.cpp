@@ -2,7 +2,7 @@
 
 namespace gpu_extender {
 
-DraNodePart& DraStore::part_for(const std::string& node) { return nodes_[node]; }
+DraStore::NodeParts::iterator DraStore::part_for(const std::string& node) { return nodes_.try_emplace(node).first; }
 
 const DraNodePart* DraStore::node(std::string_view name) const {
   if (nodes_.empty()) return nullptr;  // a cluster without DRA pays one branch per node refresh
@@ -10,15 +10,13 @@ const DraNodePart* DraStore::node(std::string_view name) const {
   return it != nodes_.end() ? &it->second : nullptr;
 }
 
-const DraNodePart* DraStore::erase_if_empty(std::string_view node) {
-  auto it = nodes_.find(node);
-  if (it == nodes_.end()) return nullptr;
+const DraNodePart* DraStore::erase_if_empty(NodeParts::iterator it) {
   if (!it->second.slices.empty() || !it->second.held_devices.empty()) return &it->second;
   nodes_.erase(it);
   return nullptr;
 }
 
-bool DraStore::recount(DraNodePart& part) {
+void DraStore::recount(DraNodePart& part) {
   // In use: each GPU a claim holds, and each GPU no whole-GPU claim can get (in MIG mode, vfio only, its
   // pool being republished, tainted), once.
   part.held_gpus.clear();
@@ -26,9 +24,7 @@ bool DraStore::recount(DraNodePart& part) {
   int64_t in_use = static_cast<int64_t>(part.held_gpus.size());
   for (const DraNodeGpus::Gpu& gpu : part.gpus.gpus)
     if (!gpu.available() && !part.held_gpus.contains(gpu.key)) ++in_use;
-  if (in_use == part.in_use) return false;
   part.in_use = in_use;
-  return true;
 }
 
 void DraStore::refresh(DraNodePart& part) {
@@ -56,16 +52,15 @@ void DraStore::remove_slice(std::string_view name, DraChanges& out) {
   if (it == nodes_.end()) return;
   if (auto slice = it->second.slices.find(name); slice != it->second.slices.end()) it->second.slices.erase(slice);
   refresh(it->second);
-  out.gpus_changed(node, erase_if_empty(node));
+  out.gpus_changed(node, erase_if_empty(it));
 }
 
 void DraStore::add_slice(DraSlice slice, DraChanges& out) {
   // Slices of no node, or of another driver, change nothing. A slice of the driver without devices still
   // counts toward its pool's size (a pool's counter sets have a slice of their own).
   if (slice.node.empty() || !slice.of_driver) return;
-  DraNodePart& part = part_for(slice.node);
-  slice_nodes_[slice.name] = slice.node;
-  const std::string node = slice.node;
+  DraNodePart& part = part_for(slice.node)->second;
+  const std::string& node = slice_nodes_[slice.name] = slice.node;  // stays put: it is the map's
   std::string name = slice.name;
   part.slices.insert_or_assign(std::move(name), std::move(slice));
   refresh(part);
@@ -146,7 +141,8 @@ void DraStore::cover(const std::string& uid, bool cover, DraChanges& out) {
 }
 
 void DraStore::hold(const ClaimEntry& claim, bool hold, DraChanges& out) {
-  DraNodePart& part = part_for(claim.node);
+  auto it = part_for(claim.node);
+  DraNodePart& part = it->second;
   for (const std::string& device : claim.devices) {
     if (hold) {
       ++part.held_devices[device];
@@ -155,7 +151,7 @@ void DraStore::hold(const ClaimEntry& claim, bool hold, DraChanges& out) {
     }
   }
   recount(part);
-  out.holds_changed(claim.node, erase_if_empty(claim.node));
+  out.holds_changed(claim.node, erase_if_empty(it));
 }
 
 void DraStore::remove_claim(std::string_view key, DraChanges& out) {

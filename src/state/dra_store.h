@@ -94,11 +94,12 @@ class DraStore {
   using Asks = std::unordered_map<std::string, ClaimAsk, StringHash, std::equal_to<>>;
   static void set_asked(Asks& asks, std::string key, int64_t gpus, std::vector<DeviceToleration> tolerations = {});
 
-  DraNodePart& part_for(const std::string& node);
+  using NodeParts = std::unordered_map<std::string, DraNodePart, StringHash, std::equal_to<>>;
+  NodeParts::iterator part_for(const std::string& node);  // created when missing
   // The node's part, or null once it was erased for keeping nothing (no slices, no held devices).
-  const DraNodePart* erase_if_empty(std::string_view node);
+  const DraNodePart* erase_if_empty(NodeParts::iterator it);
   void refresh(DraNodePart& part);  // gpus and summary from slices, then recount
-  static bool recount(DraNodePart& part);  // held_gpus and in_use anew; true if in_use moved
+  static void recount(DraNodePart& part);  // held_gpus and in_use anew
   void refresh_all(DraChanges& out);  // every node with slices, after the taint rules changed
   void remove_slice(std::string_view name, DraChanges& out);
   void add_slice(DraSlice slice, DraChanges& out);
@@ -107,7 +108,7 @@ class DraStore {
   void hold(const ClaimEntry& claim, bool hold, DraChanges& out);
   void cover(const std::string& uid, bool cover, DraChanges& out);
 
-  std::unordered_map<std::string, DraNodePart, StringHash, std::equal_to<>> nodes_;
+  NodeParts nodes_;
   std::unordered_map<std::string, std::string, StringHash, std::equal_to<>> slice_nodes_;  // slice -> node
   DraTaintRules taint_rules_;
   std::unordered_map<std::string, ClaimEntry, StringHash, std::equal_to<>> claims_;  // allocated, holding GPUs
